@@ -1,0 +1,22 @@
+"""What an agent tells the arbiter: its rho with nothing more, and with each GPU bundle."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MenuEntry:
+    """If the app also got ``gpus``, its rho would be ``rho``. ``gpus`` is ordered by the
+    app's preference, which the whole-GPU rounding rule uses to decide what to keep."""
+
+    gpus: tuple[Hashable, ...]
+    rho: float
+
+
+@dataclass(frozen=True)
+class Bid:
+    app_id: str
+    rho_none: float
+    menu: tuple[MenuEntry, ...]

@@ -1,0 +1,147 @@
+"""Partial Allocation with hidden payments, and the whole-GPU rule.
+
+PA (Cole, Gkatzelis, Goel 2013) picks the proportional-fair allocation x*, then gives
+each bidder i only a fraction
+
+    c_i = prod_{j != i} v_j(x*_j) / prod_{j != i} v_j(x^-i_j)
+
+of its bundle, where x^-i is the proportional-fair allocation without i. Bidder i's
+received utility c_i * v_i(x*_i) equals prod_j v_j(x*) / prod_{j != i} v_j(x^-i): the
+denominator does not depend on i's bid and x* maximises the numerator for i's true values,
+so bidding the truth is a dominant strategy.
+
+**Whole-GPU rule (our choice; the paper is silent).** A c_i fraction of a bundle of n GPUs
+is c_i * n GPUs, which is rarely whole. We round it *randomly and without bias*: keep
+floor(c_i n) GPUs, plus one more with probability frac(c_i n), drawn from the round's
+seeded generator. So the expected number of GPUs granted is exactly c_i * n, never more
+than ceil(c_i n), and a small bundle is not systematically lost to rounding down (which
+would turn every 1-GPU win with c_i < 1 into nothing). Which GPUs are kept is the bidder's
+choice (``trim``: by default the first ones in its menu entry's order; the Themis agent
+keeps what its gangs can use). What is not granted is the hidden payment and goes to the
+arbiter's leftover allocation.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from themis.auction.bids import Bid
+from themis.auction.solver import Candidate, Solution, gain, solve
+from themis.errors import ThemisError
+
+#: (app_id, bundle in preference order, how many GPUs it may keep) -> the GPUs it keeps
+Trim = Callable[[str, tuple[Hashable, ...], int], tuple[Hashable, ...]]
+
+
+@dataclass(frozen=True)
+class AppOutcome:
+    choice: tuple[Hashable, ...]  # x*_i, the proportional-fair bundle
+    c: float  # the fraction PA grants
+    granted: tuple[Hashable, ...]  # what the app actually receives
+
+
+@dataclass(frozen=True)
+class AuctionOutcome:
+    apps: dict[str, AppOutcome]
+    leftover: tuple[Hashable, ...]  # offered GPUs granted to no bidder
+    objective: float  # sum of log-utility gains of x* over winning nothing
+
+
+def keep_prefix(app_id: str, bundle: tuple[Hashable, ...], count: int) -> tuple[Hashable, ...]:
+    return bundle[:count]
+
+
+def round_share(c: float, size: int, rng: random.Random) -> int:
+    """Unbiased whole-GPU rounding of ``c * size``."""
+    exact = c * size
+    whole = math.floor(exact + 1e-12)
+    fraction = exact - whole
+    if fraction > 1e-12 and rng.random() < fraction:
+        whole += 1
+    return min(whole, size)
+
+
+def build_candidates(
+    bids: Sequence[Bid], free: Sequence[Hashable], source: str = "auction"
+) -> list[list[Candidate]]:
+    """Validate bids against the offered GPUs and turn them into solver candidates.
+
+    Only entries strictly better than winning nothing can be part of an optimum; a bundle
+    listed twice keeps its best rho.
+    """
+    bit = {g: i for i, g in enumerate(free)}
+    seen_apps: set[str] = set()
+    out: list[list[Candidate]] = []
+    for b, bid in enumerate(bids):
+        if bid.app_id in seen_apps:
+            raise ThemisError(f"app '{bid.app_id}' bids twice", source=source, field="bids")
+        seen_apps.add(bid.app_id)
+        _check_rho(bid.rho_none, source, f"bids.{bid.app_id}.none")
+        best: dict[int, Candidate] = {}
+        for e, entry in enumerate(bid.menu):
+            where = f"bids.{bid.app_id}.menu[{e}]"
+            _check_rho(entry.rho, source, f"{where}.rho")
+            if not entry.gpus:
+                raise ThemisError("a menu entry needs at least one GPU", source=source, field=f"{where}.gpus")
+            mask = 0
+            for g in entry.gpus:
+                if g not in bit:
+                    raise ThemisError(f"GPU '{g}' is not offered", source=source, field=f"{where}.gpus")
+                if mask >> bit[g] & 1:
+                    raise ThemisError(f"GPU '{g}' listed twice", source=source, field=f"{where}.gpus")
+                mask |= 1 << bit[g]
+            value = gain(bid.rho_none, entry.rho)
+            if value <= 0:
+                continue
+            if mask not in best or best[mask].gain < value:
+                best[mask] = Candidate(b, e, value, mask)
+        out.append(list(best.values()))
+    return out
+
+
+def _check_rho(value: object, source: str, field: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ThemisError("rho must be a number", source=source, field=field)
+    if not math.isfinite(value) or value <= 0:
+        raise ThemisError(f"rho must be finite and > 0, got {value}", source=source, field=field)
+
+
+def partial_allocation(
+    bids: Sequence[Bid],
+    free: Sequence[Hashable],
+    rng: random.Random,
+    trim: Trim = keep_prefix,
+    source: str = "auction",
+) -> AuctionOutcome:
+    candidates = build_candidates(bids, free, source)
+    best = solve(candidates)
+    apps: dict[str, AppOutcome] = {}
+    granted_all: set[Hashable] = set()
+    for b, bid in enumerate(bids):
+        cand = best.chosen.get(b)
+        if cand is None:
+            apps[bid.app_id] = AppOutcome((), 1.0, ())
+            continue
+        bundle = bid.menu[cand.entry].gpus
+        c = hidden_payment_fraction(candidates, best, b)
+        keep = round_share(c, len(bundle), rng)
+        granted = tuple(trim(bid.app_id, bundle, keep)) if keep else ()
+        if len(granted) > keep or not set(granted) <= set(bundle):
+            raise AssertionError("trim must keep a subset of the bundle, no larger than allowed")
+        granted_all.update(granted)
+        apps[bid.app_id] = AppOutcome(bundle, c, granted)
+    leftover = tuple(g for g in free if g not in granted_all)
+    return AuctionOutcome(apps, leftover, best.objective)
+
+
+def hidden_payment_fraction(candidates: list[list[Candidate]], best: Solution, bidder: int) -> float:
+    """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing."""
+    cand = best.chosen.get(bidder)
+    if cand is None:
+        return 1.0
+    others_with_i = best.objective - cand.gain
+    others_without_i = solve(candidates, exclude=bidder).objective
+    return min(1.0, math.exp(others_with_i - others_without_i))

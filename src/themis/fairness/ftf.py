@@ -1,0 +1,108 @@
+"""Finish-time fairness estimates.
+
+One estimator serves everything (T_cluster at arrival, T_sh for bids, the post-hoc
+report) so that an app alone on the whole cluster has rho exactly 1 at arrival.
+
+The estimator is the classic lower bound of a list schedule: an app's remaining time on a
+GPU set is the larger of (its remaining GPU-seconds spread over the GPUs it can use) and
+(its longest job's remaining time on its gang). Each job is charged the placement factor
+of the best spot its gang can find in the set, which is what the app scheduler does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from typing import NamedTuple
+
+from themis.model.cluster import SetShape
+from themis.model.profiles import ModelProfile
+
+
+class GangWork(NamedTuple):
+    """Live jobs of one gang size: their remaining iterations in total, the longest one's,
+    and how many there are."""
+
+    total: float
+    longest: float
+    jobs: int
+
+#: rho of an app that cannot run at all on the GPUs considered. Finite so that the auction's
+#: proportional-fair objective stays defined: an app that gets nothing scores log(RHO_MAX).
+RHO_MAX = 1e6
+
+
+def estimate_time(
+    profile: ModelProfile,
+    remaining_by_gang: dict[int, GangWork],
+    shape: SetShape,
+) -> float:
+    """Seconds to finish the given remaining work on a GPU set of this shape (inf if some
+    job cannot run on it at all; 0 if nothing remains)."""
+    if not remaining_by_gang:
+        return 0.0
+    demand = 0
+    gpu_seconds = 0.0
+    longest = 0.0
+    tpi = profile.time_per_iteration
+    for gang, (total, most, jobs) in remaining_by_gang.items():
+        if total <= 0:
+            continue
+        factor = profile.best_factor_on(gang, shape)
+        if factor == 0.0:
+            return math.inf
+        demand += gang * jobs
+        gpu_seconds += total * tpi / factor
+        longest = max(longest, most * tpi / (gang * factor))
+    if gpu_seconds == 0.0:
+        return 0.0
+    usable = min(shape.count, demand)
+    return max(gpu_seconds / usable, longest)
+
+
+def t_cluster(
+    profile: ModelProfile, remaining_by_gang: dict[int, GangWork], cluster_shape: SetShape
+) -> float:
+    """Running time alone on the whole cluster: every job on its best placement, the GPUs
+    used capped by the app's demand (``estimate_time`` caps by demand itself)."""
+    return estimate_time(profile, remaining_by_gang, cluster_shape)
+
+
+def rho(now: float, arrival: float, remaining_time: float, t_cluster_s: float, n_avg: float) -> float:
+    """rho = T_sh / T_id, capped at RHO_MAX."""
+    t_sh = (now - arrival) + remaining_time
+    t_id = t_cluster_s * n_avg
+    if t_id <= 0:
+        return 1.0 if t_sh <= 0 else RHO_MAX
+    return min(t_sh / t_id, RHO_MAX)
+
+
+def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float) -> float:
+    """The report's rho, from real finish times."""
+    return (finish - arrival) / (t_cluster_s * n_avg)
+
+
+class ActiveApps:
+    """The number of active apps as a step function of time, with its running integral,
+    so that any app's time-averaged N since its arrival is O(1) to read."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._integral = 0.0
+        self._since = 0.0
+
+    def integral(self, t: float) -> float:
+        return self._integral + self.count * (t - self._since)
+
+    def change(self, t: float, delta: int) -> None:
+        self._integral = self.integral(t)
+        self._since = t
+        self.count += delta
+        if self.count < 0:
+            raise AssertionError("more apps left than arrived")
+
+    def n_avg(self, arrival: float, integral_at_arrival: float, t: float) -> float:
+        """Time-averaged active apps over [arrival, t], the app itself included."""
+        if t <= arrival:
+            return float(max(self.count, 1))
+        return (self.integral(t) - integral_at_arrival) / (t - arrival)

@@ -1,0 +1,86 @@
+"""Model profiles: iteration time on one GPU and the slowdown of each placement span."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from themis.errors import ThemisError
+from themis.model.cluster import SetShape, Span
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    time_per_iteration: float
+    cross_machine: float
+    cross_rack: float
+
+    def factor(self, span: Span) -> float:
+        if span is Span.MACHINE:
+            return 1.0
+        if span is Span.RACK:
+            return self.cross_machine
+        return self.cross_rack
+
+    def best_factor_on(self, gang: int, shape: SetShape) -> float:
+        """The placement factor of the best spot a gang can find in a GPU set of this shape,
+        or 0.0 when the set is too small for the gang."""
+        if gang <= shape.machine_max:
+            return 1.0
+        if gang <= shape.rack_max:
+            return self.cross_machine
+        if gang <= shape.count:
+            return self.cross_rack
+        return 0.0
+
+    def speed(self, gpus: int, span: Span) -> float:
+        """Iterations per second of a job holding ``gpus`` GPUs of this span."""
+        return gpus * self.factor(span) / self.time_per_iteration
+
+
+_FIELDS = ("time_per_iteration", "cross_machine", "cross_rack")
+
+
+def load_profiles(path: str | Path | None = None) -> dict[str, ModelProfile]:
+    """Read a profiles file (the format of the paper's ``model_profiles.json``); the bundled
+    one when ``path`` is None."""
+    if path is None:
+        source = "model_profiles.json (bundled)"
+        text = resources.files("themis.data").joinpath("model_profiles.json").read_text()
+    else:
+        source = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ThemisError(f"cannot read profiles: {exc.strerror}", source=source) from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ThemisError(f"invalid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    if not isinstance(raw, dict) or not raw:
+        raise ThemisError("expected a non-empty object of model name -> profile", source=source)
+    profiles = {}
+    for name, entry in raw.items():
+        if not isinstance(entry, dict):
+            raise ThemisError("expected an object", source=source, field=f"{name}")
+        values = {}
+        for key in _FIELDS:
+            value = entry.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ThemisError("missing or not a number", source=source, field=f"{name}.{key}")
+            if not math.isfinite(value) or value <= 0:
+                raise ThemisError(f"must be > 0, got {value}", source=source, field=f"{name}.{key}")
+            values[key] = float(value)
+        for key in ("cross_machine", "cross_rack"):
+            if values[key] > 1.0:
+                raise ThemisError(
+                    f"a placement factor is at most 1.0, got {values[key]}",
+                    source=source,
+                    field=f"{name}.{key}",
+                )
+        profiles[name] = ModelProfile(name, **values)
+    return profiles
