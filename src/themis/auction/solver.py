@@ -21,6 +21,13 @@ from scipy.sparse import coo_matrix
 #: Objective values within this distance are treated as equal (log-utility units).
 TOLERANCE = 1e-9
 
+#: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
+#: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
+#: return a choice up to ~1e-6 log-utility short of the optimum on near-ties. Scaling the
+#: gains by 1e4 shrinks that to ~1e-10 < TOLERANCE; gains are at most a few tens, so the
+#: scaled costs stay far from any magnitude HiGHS would have trouble with.
+_HIGHS_COST_SCALE = 1e4
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -120,7 +127,7 @@ def _milp(groups: list[list[Candidate]]) -> Solution:
             cols.append(col)
     matrix = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(row, len(flat))).tocsr()
     result = milp(
-        c=-gains,
+        c=-gains * _HIGHS_COST_SCALE,
         integrality=np.ones(len(flat)),
         bounds=Bounds(0, 1),
         constraints=LinearConstraint(matrix, -np.inf, 1),
