@@ -78,7 +78,9 @@ def rho(now: float, arrival: float, remaining_time: float, t_cluster_s: float, n
 
 
 def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float) -> float:
-    """The report's rho, from real finish times."""
+    """The report's rho, from real finish times (1 for an app with no work at all)."""
+    if t_cluster_s <= 0:
+        return 1.0
     return (finish - arrival) / (t_cluster_s * n_avg)
 
 

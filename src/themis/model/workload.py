@@ -14,6 +14,7 @@ class JobSpec:
     job_id: str
     gang: int
     work: float
+    line: int | None = None  # where the job came from in its trace, for error messages
 
 
 @dataclass(frozen=True)

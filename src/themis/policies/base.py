@@ -1,0 +1,91 @@
+"""The one question every policy answers: given the cluster, the apps and the time,
+which jobs hold which GPUs until when?
+
+A policy reads a :class:`SchedulingView` (a snapshot it must not change) and returns a
+:class:`Schedule`: every job that should run after this round, with its GPUs and the time
+its grant ends (``None``: until the job finishes or the next round preempts it). Jobs not
+listed stop. The mechanism (the simulator, or the Ray runtime) applies the schedule, checks
+it (no GPU twice, exact gangs), and calls the policy again at the next arrival, job end or
+grant end.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from themis.model.cluster import Cluster
+from themis.model.state import AppState, JobState
+
+
+@dataclass(frozen=True)
+class Assignment:
+    gpus: tuple[int, ...]
+    until: float | None = None
+
+
+Schedule = dict[JobState, Assignment]
+
+
+@dataclass
+class SchedulingView:
+    """What a policy sees in one round.
+
+    ``apps`` are the active apps (arrived, unfinished) in arrival order. A running job's
+    grant counts as ending in this round when it ends within ``window`` seconds from now:
+    that is how lease ends close together are batched into one round.
+    """
+
+    now: float
+    cluster: Cluster
+    apps: Sequence[AppState]
+    n_avg: Callable[[AppState], float]
+    window: float = 0.0
+    _busy: set[int] = field(default_factory=set, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._busy = {g for app in self.apps for g in app.held()}
+
+    def free_gpus(self) -> list[int]:
+        """GPUs no running job holds."""
+        return [g.id for g in self.cluster.gpus if g.id not in self._busy]
+
+    def ending(self, job: JobState) -> bool:
+        """Whether ``job``'s grant ends in this round."""
+        return job.until is not None and job.until <= self.now + self.window
+
+    def running(self) -> list[JobState]:
+        return [j for app in self.apps for j in app.jobs if j.gpus]
+
+
+@dataclass(frozen=True)
+class PolicyOptions:
+    """Knobs shared by policies; each uses the ones it needs.
+
+    Defaults: see ``docs/`` and the README. ``lease`` is the grant length in seconds for
+    policies that lease (Themis) and the re-allocation quantum for the others.
+    """
+
+    lease: float = 600.0
+    fairness_knob: float = 0.8
+    seed: int = 0
+    max_menu: int = 32
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def __init__(self, options: PolicyOptions) -> None:
+        self.options = options
+
+    @abstractmethod
+    def schedule(self, view: SchedulingView) -> Schedule:
+        """The full set of jobs that run after this round."""
+
+    @staticmethod
+    def keep_running(view: SchedulingView) -> Schedule:
+        """The current schedule unchanged: a starting point for non-preemptive rounds."""
+        return {j: Assignment(j.gpus, j.until) for j in view.running()}

@@ -1,0 +1,122 @@
+"""Instantaneous max-min fair share: each active app is entitled to an equal share of the
+GPUs, capped by its demand (water-filling), re-computed at every arrival and job end.
+
+Jobs are preempted only when an app below its share has a job to run and no free GPUs are
+left for it: then the app furthest above its share loses its most recently started job.
+GPUs nobody below its share can use go to the apps with the smallest held/share ratio
+(work conservation), and are the first taken back later.
+"""
+
+from __future__ import annotations
+
+from themis.agent.app_scheduler import waiting_order
+from themis.model.placement import pack_gang
+from themis.model.state import AppState, JobState
+from themis.policies.base import Assignment, Policy, Schedule, SchedulingView
+from themis.policies.registry import register
+
+
+def water_fill(capacity: int, demands: list[int]) -> list[int]:
+    """Max-min fair integer shares of ``capacity`` for the given demands; the remainder of
+    an uneven split goes to the earlier entries."""
+    shares = [0] * len(demands)
+    active = [i for i, d in enumerate(demands) if d > 0]
+    left = capacity
+    while active and left > 0:
+        each, extra = divmod(left, len(active))
+        if each == 0:
+            for i in active[:extra]:
+                shares[i] += 1
+            break
+        still = []
+        for i in active:
+            give = min(each, demands[i] - shares[i])
+            shares[i] += give
+            left -= give
+            if shares[i] < demands[i]:
+                still.append(i)
+        active = still
+    return shares
+
+
+@register
+class MaxMinPolicy(Policy):
+    name = "max-min"
+    description = "instantaneous equal GPU share among active apps (water-filling)"
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        apps = list(view.apps)
+        shares = dict(
+            zip(
+                (a.app_id for a in apps),
+                water_fill(view.cluster.size, [a.demand() for a in apps]),
+                strict=True,
+            )
+        )
+        schedule = self.keep_running(view)
+        held = {a.app_id: len(a.held()) for a in apps}
+        free = set(view.free_gpus())
+        queues = {a.app_id: waiting_order(a, view.now, {id(j) for j in schedule}) for a in apps}
+
+        def below_share() -> list[AppState]:
+            return sorted(
+                (a for a in apps if held[a.app_id] < shares[a.app_id] and queues[a.app_id]),
+                key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival),
+            )
+
+        progress = True
+        while progress:
+            progress = False
+            for app in below_share():
+                job = queues[app.app_id][0]
+                gpus = self._place(view, job, free, schedule, held, shares)
+                if gpus is None:
+                    queues[app.app_id].pop(0)  # cannot run now; try its next job
+                    progress = True
+                    continue
+                schedule[job] = Assignment(gpus)
+                queues[app.app_id].pop(0)
+                held[app.app_id] += len(gpus)
+                progress = True
+                break
+        # Work conservation: whatever is still free goes to whoever can use it.
+        by_ratio = sorted(apps, key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival))
+        for app in by_ratio:
+            for job in queues[app.app_id]:
+                if not free:
+                    return schedule
+                if job in schedule or job.gang > len(free):
+                    continue
+                gpus = pack_gang(view.cluster, free, job.gang)
+                if gpus is not None:
+                    schedule[job] = Assignment(gpus)
+                    free.difference_update(gpus)
+                    held[app.app_id] += len(gpus)
+        return schedule
+
+    @staticmethod
+    def _place(
+        view: SchedulingView,
+        job: JobState,
+        free: set[int],
+        schedule: Schedule,
+        held: dict[str, int],
+        shares: dict[str, int],
+    ) -> tuple[int, ...] | None:
+        """GPUs for ``job``, preempting over-share apps' newest jobs if needed."""
+        while True:
+            gpus = pack_gang(view.cluster, free, job.gang)
+            if gpus is not None:
+                free.difference_update(gpus)
+                return gpus
+            victims = [
+                j
+                for j in schedule
+                if held[j.app.app_id] - j.gang >= shares[j.app.app_id]
+                and j.app is not job.app
+            ]
+            if not victims:
+                return None
+            victim = max(victims, key=lambda j: (j.started_at or 0.0, j.app.arrival))
+            free.update(schedule.pop(victim).gpus)
+            held[victim.app.app_id] -= victim.gang

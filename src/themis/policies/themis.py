@@ -1,0 +1,34 @@
+"""Themis: finish-time fair leases sold by a Partial Allocation auction each round."""
+
+from __future__ import annotations
+
+import random
+
+from themis.arbiter.round import Arbiter
+from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.registry import register
+
+
+@register
+class ThemisPolicy(Policy):
+    name = "themis"
+    description = "finish-time fair auction of GPU leases (Themis, NSDI 2020)"
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        self._arbiter: Arbiter | None = None
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        if self._arbiter is None or self._arbiter.cluster is not view.cluster:
+            self._arbiter = Arbiter(
+                view.cluster,
+                self.options.fairness_knob,
+                self.options.lease,
+                random.Random(self.options.seed),
+                self.options.max_menu,
+            )
+        return self._arbiter.run_round(view)
+
+    @property
+    def arbiter(self) -> Arbiter | None:
+        return self._arbiter

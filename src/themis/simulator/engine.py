@@ -1,0 +1,241 @@
+"""The simulation loop: a heap of timed events, a policy round after each batch of events
+at one instant, and exact progress accounting in virtual seconds.
+
+No wall clock is read anywhere: a run is a function of the workload, the cluster, the
+policy and its seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from themis.errors import ThemisError
+from themis.fairness.ftf import ActiveApps, t_cluster
+from themis.model.cluster import Cluster
+from themis.model.state import AppState, JobState
+from themis.model.workload import AppSpec, Workload
+from themis.policies.base import Policy, Schedule, SchedulingView
+from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
+
+#: Events closer than this (seconds) are handled as one instant.
+EPSILON = 1e-6
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One job holding one GPU set without interruption."""
+
+    start: float
+    end: float
+    app_id: str
+    job_id: str
+    gpus: tuple[int, ...]
+    best_span: bool
+
+
+@dataclass
+class SimulationResult:
+    policy: str
+    workload: Workload
+    cluster: Cluster
+    apps: list[AppState]
+    intervals: list[Interval]
+    rounds: int
+    n_avg: dict[str, float] = field(default_factory=dict)
+
+
+class Simulator:
+    def __init__(
+        self,
+        workload: Workload,
+        cluster: Cluster,
+        policy: Policy,
+        batch_window: float = 0.0,
+        on_app_finished: Callable[[int, int], None] | None = None,
+    ) -> None:
+        check_fits(workload, cluster)
+        self.workload = workload
+        self.cluster = cluster
+        self.policy = policy
+        self.batch_window = batch_window
+        self.on_app_finished = on_app_finished
+        self.active: list[AppState] = []
+        self.all_apps: list[AppState] = []
+        self.activity = ActiveApps()
+        self.integral_at_arrival: dict[str, float] = {}
+        self.n_avg_lifetime: dict[str, float] = {}
+        self.tokens: dict[int, int] = {}
+        self.intervals: list[Interval] = []
+        self.rounds = 0
+        self._heap: list[tuple[float, int, Event]] = []
+        self._seq = itertools.count()
+        self._wakes: set[float] = set()
+        self._token = itertools.count(1)
+        self._finished = 0
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        for spec in sorted(self.workload.apps, key=lambda a: a.arrival):
+            self._push(spec.arrival, AppArrival(spec))
+        while self._heap:
+            now, _, event = heapq.heappop(self._heap)
+            needs_round = event.handle(self, now)
+            while self._heap and self._heap[0][0] <= now + EPSILON:
+                _, _, event = heapq.heappop(self._heap)
+                needs_round = event.handle(self, now) or needs_round
+            if needs_round and self.active:
+                self._round(now)
+        if self._finished != len(self.workload.apps):
+            raise AssertionError("the event queue ran dry with apps unfinished")
+        return SimulationResult(
+            self.policy.name,
+            self.workload,
+            self.cluster,
+            self.all_apps,
+            self.intervals,
+            self.rounds,
+            dict(self.n_avg_lifetime),
+        )
+
+    def _push(self, t: float, event: Event) -> None:
+        heapq.heappush(self._heap, (t, next(self._seq), event))
+
+    # -- what events do ---------------------------------------------------------------------
+
+    def admit(self, spec: AppSpec, now: float) -> None:
+        profile = self.workload.profiles[spec.model]
+        app = AppState(spec, profile, 0.0)
+        app.t_cluster = t_cluster(profile, app.remaining_by_gang(now), self.cluster.shape)
+        for job in app.jobs:
+            job.updated_at = now
+            if job.spec.work <= 0:
+                job.finished_at = now  # nothing to run (a trial that died at once)
+        self.activity.change(now, +1)
+        self.integral_at_arrival[app.app_id] = self.activity.integral(now)
+        self.active.append(app)
+        self.all_apps.append(app)
+        if not app.live_jobs():
+            self._app_done(app, now)
+
+    def finish_job(self, job: JobState, now: float) -> None:
+        self._stop(job, now)
+        job.done = job.spec.work
+        job.finished_at = now
+        if all(j.finished_at is not None for j in job.app.jobs):
+            self._app_done(job.app, now)
+
+    def _app_done(self, app: AppState, now: float) -> None:
+        app.finish = now
+        self.n_avg_lifetime[app.app_id] = self.activity.n_avg(
+            app.arrival, self.integral_at_arrival[app.app_id], now
+        )
+        self.activity.change(now, -1)
+        self.active.remove(app)
+        self._finished += 1
+        if self.on_app_finished is not None:
+            self.on_app_finished(self._finished, len(self.workload.apps))
+
+    def any_grant_ending(self, now: float) -> bool:
+        self._wakes.discard(now)
+        horizon = now + self.batch_window + EPSILON
+        return any(
+            j.until is not None and j.until <= horizon for a in self.active for j in a.jobs if j.gpus
+        )
+
+    # -- rounds -----------------------------------------------------------------------------
+
+    def _n_avg(self, app: AppState) -> float:
+        return self.activity.n_avg(app.arrival, self.integral_at_arrival[app.app_id], self._now)
+
+    def _round(self, now: float) -> None:
+        self._now = now
+        self.rounds += 1
+        view = SchedulingView(now, self.cluster, list(self.active), self._n_avg, self.batch_window)
+        schedule = self.policy.schedule(view)
+        self._check(schedule)
+        self._apply(schedule, now)
+        if not any(j.gpus for a in self.active for j in a.jobs) and not self._heap:
+            raise AssertionError(
+                f"policy '{self.policy.name}' left every GPU idle at t={now} with work waiting"
+            )
+
+    def _check(self, schedule: Schedule) -> None:
+        """A policy that breaks the rules is a bug, never silently repaired."""
+        seen: set[int] = set()
+        active = {id(a) for a in self.active}
+        for job, grant in schedule.items():
+            if job.finished_at is not None or id(job.app) not in active:
+                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
+            if len(grant.gpus) != job.gang:
+                raise AssertionError(
+                    f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
+                )
+            for g in grant.gpus:
+                if not 0 <= g < self.cluster.size or g in seen:
+                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
+                seen.add(g)
+
+    def _apply(self, schedule: Schedule, now: float) -> None:
+        for app in self.active:
+            for job in app.jobs:
+                if job.gpus and (job not in schedule or schedule[job].gpus != job.gpus):
+                    self._stop(job, now)
+        for job, grant in schedule.items():
+            if job.gpus:  # continues on the same GPUs
+                job.until = grant.until
+            else:
+                self._start(job, grant.gpus, now)
+                job.until = grant.until
+            if grant.until is not None and grant.until not in self._wakes:
+                self._wakes.add(grant.until)
+                self._push(grant.until, GrantEnd())
+
+    def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
+        job.advance(now, False)
+        job.gpus = tuple(sorted(gpus))
+        job.rate = job.app.profile.speed(len(gpus), self.cluster.span(gpus))
+        job.started_at = now
+        token = next(self._token)
+        self.tokens[id(job)] = token
+        self._push(now + job.remaining_at(now) / job.rate, JobEnd(job, token))
+
+    def _stop(self, job: JobState, now: float) -> None:
+        best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
+        job.advance(now, best)
+        if job.started_at is not None and now > job.started_at:
+            self.intervals.append(
+                Interval(job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
+            )
+        job.gpus = ()
+        job.rate = 0.0
+        job.until = None
+        job.started_at = None
+        self.tokens.pop(id(job), None)
+
+
+def check_fits(workload: Workload, cluster: Cluster) -> None:
+    for app in workload.apps:
+        if app.model not in workload.profiles:
+            raise ThemisError(f"unknown model '{app.model}'", source=workload.source, field="model")
+        for job in app.jobs:
+            if job.gang > cluster.size:
+                raise ThemisError(
+                    f"job {job.job_id} needs {job.gang} GPUs but the cluster has {cluster.size}",
+                    source=workload.source,
+                    line=job.line,
+                    field="num-gpus",
+                )
+
+
+def simulate(
+    workload: Workload,
+    cluster: Cluster,
+    policy: Policy,
+    batch_window: float = 0.0,
+    on_app_finished: Callable[[int, int], None] | None = None,
+) -> SimulationResult:
+    return Simulator(workload, cluster, policy, batch_window, on_app_finished).run()
