@@ -1,25 +1,27 @@
 """The agent of one app: rho now, and a bounded bid menu for an offer.
 
 A menu lists, for a thinned set of useful sizes, bundles the app scheduler would really
-use: it walks the app's jobs (those it may keep running first, then waiting ones longest
-remaining first), packs each gang into the offer on the best span, and offers prefixes of
-that chain. Two chains that prefer opposite ends of the cluster give the auction disjoint
-alternatives when several apps want the same best machines.
+use: it walks the app's jobs (those whose leases end now first, on their own GPUs, then
+waiting ones longest remaining first), packs each gang into the offer on the best span,
+and offers prefixes of that chain. Two chains that prefer opposite ends of the cluster give
+the auction disjoint alternatives when several apps want the same best machines.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Sequence
 
+from themis.agent.app_scheduler import waiting_order
 from themis.auction.bids import Bid, MenuEntry
-from themis.fairness.ftf import estimate_time, rho
-from themis.model.cluster import Cluster
-from themis.model.placement import pack_gang
+from themis.fairness.ftf import GangWork, estimate_time, rho
+from themis.model.cluster import Cluster, SetShape
+from themis.model.placement import OrderedPacker
 from themis.model.state import AppState, JobState
 
 #: The prefix lengths (in gangs) a chain is sampled at: dense for small sizes, where each
 #: GPU matters, then roughly geometric.
-_SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128, 192, 256, 384, 512)
+_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 class Agent:
@@ -32,10 +34,12 @@ class Agent:
     def rho_with(self, now: float, n_avg: float, gpus: Sequence[int]) -> float:
         """rho(i, G): the app's estimated finish-time fairness if it held ``gpus`` from now."""
         remaining = self.app.remaining_by_gang(now)
-        return self._rho(now, n_avg, remaining, gpus)
+        return self._rho(now, n_avg, remaining, self.cluster.shape_of(gpus))
 
-    def _rho(self, now: float, n_avg: float, remaining: dict, gpus: Sequence[int]) -> float:
-        t_rem = estimate_time(self.app.profile, remaining, self.cluster.shape_of(gpus))
+    def _rho(
+        self, now: float, n_avg: float, remaining: dict[int, GangWork], shape: SetShape
+    ) -> float:
+        t_rem = estimate_time(self.app.profile, remaining, shape)
         return rho(now, self.app.arrival, t_rem, self.app.t_cluster, n_avg)
 
     def bid(
@@ -46,28 +50,29 @@ class Agent:
         offer: Sequence[int],
         renewable: Sequence[JobState] = (),
     ) -> Bid:
-        """The app's bid for ``offer`` while it keeps ``kept``. ``renewable`` are its jobs
-        whose leases end now: bundles list their current GPUs first, so winning them back
-        continues those jobs without a restart."""
+        """The app's bid for ``offer`` while it keeps ``kept``.
+
+        ``offer`` is in the order the arbiter prefers this bidder to take GPUs in (each
+        bidder's starts elsewhere); one chain walks it forwards, one backwards from the same
+        start. ``renewable`` are the app's jobs whose leases end now: bundles list their
+        current GPUs first, so winning them back continues those jobs without a restart."""
         remaining = self.app.remaining_by_gang(now)
-        rho_none = self._rho(now, n_avg, remaining, kept)
-        kept_jobs = {id(j) for j in self.app.jobs if j.gpus and set(j.gpus) <= set(kept)}
-        order = sorted(self.cluster.machine_gpus)
-        chains = [self._chain(now, offer, renewable, kept_jobs, order)]
-        chains.append(self._chain(now, offer, renewable, kept_jobs, order[::-1]))
+        rho_none = self._rho(now, n_avg, remaining, self.cluster.shape_of(kept))
         entries: list[MenuEntry] = []
         seen: set[frozenset[int]] = set()
         self._cuts = {}
-        for chain in chains:
-            for bundle, cuts in _prefixes(chain):
+        offer = list(offer)
+        for preference in (offer,):
+            chain = self._chain(now, kept, preference, renewable)
+            for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):
                 key = frozenset(bundle)
                 if key in seen:
                     continue
                 seen.add(key)
                 self._cuts[bundle] = cuts
-                entries.append(MenuEntry(bundle, self._rho(now, n_avg, remaining, [*kept, *bundle])))
+                entries.append(MenuEntry(bundle, self._rho(now, n_avg, remaining, shape)))
         if len(entries) > self.max_menu:
-            # Keep the largest bundle of each chain and the best value per size.
+            # Thin evenly over sizes, always keeping the largest bundle.
             entries.sort(key=lambda e: (len(e.gpus), e.rho))
             step = len(entries) / self.max_menu
             picked = {int(i * step) for i in range(self.max_menu - 1)} | {len(entries) - 1}
@@ -77,31 +82,24 @@ class Agent:
     def _chain(
         self,
         now: float,
-        offer: Sequence[int],
+        kept: Sequence[int],
+        preference: Sequence[int],
         renewable: Sequence[JobState],
-        kept_jobs: set[int],
-        machine_order: list[int],
     ) -> list[tuple[int, ...]]:
-        available = set(offer)
+        pool = OrderedPacker(self.cluster, preference)
         gangs: list[tuple[int, ...]] = []
-        placed: set[int] = set(kept_jobs)
+        kept_set = set(kept)
+        placed = {id(j) for j in self.app.running_jobs() if kept_set.issuperset(j.gpus)}
         for job in sorted(renewable, key=lambda j: -j.remaining_at(now)):
-            if job.gpus and available.issuperset(job.gpus):
+            if job.gpus and pool.take_exact(job.gpus):
                 gangs.append(job.gpus)
-                available.difference_update(job.gpus)
                 placed.add(id(job))
-        waiting = [j for j in self.app.jobs if j.finished_at is None and id(j) not in placed]
-        waiting.sort(key=lambda j: -j.remaining_at(now))
-        smallest = min((j.gang for j in waiting), default=0)
-        for job in waiting:
-            if len(available) < smallest:
+        for job in waiting_order(self.app, now, placed):
+            if not len(pool):
                 break
-            if job.gang > len(available):
-                continue
-            gpus = pack_gang(self.cluster, available, job.gang, machine_order)
+            gpus = pool.take(job.gang)
             if gpus is not None:
                 gangs.append(gpus)
-                available.difference_update(gpus)
         return gangs
 
     def trim(self, app_id: str, bundle: tuple[Hashable, ...], count: int) -> tuple[Hashable, ...]:
@@ -113,14 +111,33 @@ class Agent:
         return bundle[:keep]
 
 
-def _prefixes(chain: list[tuple[int, ...]]) -> list[tuple[tuple[int, ...], list[int]]]:
-    out = []
-    sizes = [s for s in _SIZES if s < len(chain)] + ([len(chain)] if chain else [])
+def _prefixes(
+    cluster: Cluster, kept: Sequence[int], chain: list[tuple[int, ...]]
+) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
+    """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle).
+
+    Shapes are tracked incrementally: per-machine and per-rack counts only grow along the
+    chain, so their running maxima are the shape's."""
+    if not chain:
+        return []
+    sizes = {s for s in _SIZES if s < len(chain)} | {len(chain)}
+    machines: Counter[int] = Counter(cluster.machine_of[g] for g in kept)
+    racks: Counter[int] = Counter(cluster.rack_of[g] for g in kept)
+    machine_max = max(machines.values(), default=0)
+    rack_max = max(racks.values(), default=0)
     flat: list[int] = []
-    cuts: list[int] = [0]
-    for gang in chain:
+    cuts = [0]
+    out = []
+    for n, gang in enumerate(chain, start=1):
+        for g in gang:
+            m, r = cluster.machine_of[g], cluster.rack_of[g]
+            machines[m] += 1
+            racks[r] += 1
+            machine_max = max(machine_max, machines[m])
+            rack_max = max(rack_max, racks[r])
         flat.extend(gang)
         cuts.append(len(flat))
-    for s in sizes:
-        out.append((tuple(flat[: cuts[s]]), cuts[: s + 1]))
+        if n in sizes:
+            shape = SetShape(len(kept) + len(flat), machine_max, rack_max)
+            out.append((tuple(flat), list(cuts), shape))
     return out

@@ -8,41 +8,46 @@ its app's free GPUs allow.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Iterable, Iterator
 
 from themis.model.cluster import Cluster
-from themis.model.placement import pack_gang
+from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
 
 
-def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) -> list[JobState]:
-    """Live jobs not in ``exclude`` (ids of JobState objects), longest remaining first."""
+def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) -> Iterator[JobState]:
+    """Live jobs whose ids (``id(job)``) are not in ``exclude``, longest remaining first
+    (ties: idle jobs before running ones, then submission order)."""
     skip = exclude or set()
-    jobs = [j for j in app.jobs if j.finished_at is None and id(j) not in skip]
-    jobs.sort(key=lambda j: -j.remaining_at(now))
-    return jobs
+    idle = (j for j in app.idle_jobs() if id(j) not in skip)
+    running = sorted(
+        (j for j in app.running_jobs() if id(j) not in skip), key=lambda j: -j.remaining_at(now)
+    )
+    if not running:
+        return idle
+    return heapq.merge(idle, running, key=lambda j: -j.remaining_at(now))
 
 
 def assign_jobs(
     cluster: Cluster, app: AppState, owned: Iterable[int], now: float
 ) -> tuple[dict[JobState, tuple[int, ...]], set[int]]:
     """Map the app's GPUs to its jobs. Returns (job -> GPUs, GPUs left unused)."""
-    free = set(owned)
+    pool = Packer(cluster, owned)
     plan: dict[JobState, tuple[int, ...]] = {}
-    for job in app.jobs:
-        if job.gpus and job.finished_at is None and free.issuperset(job.gpus):
+    for job in app.running_jobs():
+        if pool.take_exact(job.gpus):
             plan[job] = job.gpus
-            free.difference_update(job.gpus)
-    if not free:
-        return plan, free
-    smallest = min((j.gang for j in app.jobs if j.finished_at is None and j not in plan), default=0)
-    for job in waiting_order(app, now, {id(j) for j in plan}):
-        if len(free) < smallest:
-            break
-        if job.gang > len(free):
-            continue
-        gpus = pack_gang(cluster, free, job.gang)
+    fill(pool, waiting_order(app, now, {id(j) for j in plan}), plan)
+    return plan, pool.gpus()
+
+
+def fill(pool: Packer, jobs: Iterable[JobState], plan: dict[JobState, tuple[int, ...]]) -> None:
+    """Start ``jobs`` in order on the pool while GPUs last; a gang that does not fit is
+    passed over for smaller ones behind it."""
+    for job in jobs:
+        if not len(pool):
+            return
+        gpus = pool.take(job.gang)
         if gpus is not None:
             plan[job] = gpus
-            free.difference_update(gpus)
-    return plan, free

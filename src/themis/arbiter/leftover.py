@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.cluster import Cluster
-from themis.model.placement import pack_gang
+from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
 
 
@@ -29,7 +29,7 @@ def allocate_leftover(
     ``planned`` holds ids of JobState objects already running after this round. Returns new
     placements; ``leftover`` is consumed in place.
     """
-    queues = {id(app): waiting_order(app, now, planned) for app in candidates}
+    queues = {id(app): list(waiting_order(app, now, planned)) for app in candidates}
     placed: dict[JobState, tuple[int, ...]] = {}
     for best_only in (True, False):
         progress = True
@@ -51,12 +51,15 @@ def allocate_leftover(
 def _next_fit(
     cluster: Cluster, queue: list[JobState], leftover: set[int], best_only: bool
 ) -> tuple[JobState | None, tuple[int, ...] | None]:
+    pool: Packer | None = None
     for job in queue:
         if job.gang > len(leftover):
             continue
         if job.gpus and leftover.issuperset(job.gpus):
             return job, job.gpus  # a lease renewal on the same GPUs: no restart
-        gpus = pack_gang(cluster, leftover, job.gang)
+        if pool is None:
+            pool = Packer(cluster, leftover)
+        gpus = pool.peek(job.gang)
         if gpus is None:
             continue
         if best_only and cluster.span(gpus) > cluster.best_span(job.gang):

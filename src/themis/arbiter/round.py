@@ -103,12 +103,17 @@ class Arbiter:
         # 2. Offer, worst rho first (ties: earlier arrival).
         wanting.sort(key=lambda a: (-rhos[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
-        # 3. Bids.
-        offer = sorted(pool)
-        bids = [
-            self.agent(a).bid(now, n_avg[a.app_id], kept[a.app_id], offer, renewable[a.app_id])
-            for a in offered
-        ]
+        # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker).
+        offer = sorted(pool, key=lambda g: (self.cluster.rack_of[g], self.cluster.machine_of[g], g))
+        bids = []
+        for k, app in enumerate(offered):
+            start = k * len(offer) // len(offered)
+            rotated = offer[start:] + offer[:start]
+            bids.append(
+                self.agent(app).bid(
+                    now, n_avg[app.app_id], kept[app.app_id], rotated, renewable[app.app_id]
+                )
+            )
         # 4. Partial Allocation.
         agents = {a.app_id: self.agent(a) for a in offered}
         outcome = partial_allocation(

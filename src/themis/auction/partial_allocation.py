@@ -85,13 +85,19 @@ def build_candidates(
             where = f"bids.{bid.app_id}.menu[{e}]"
             _check_rho(entry.rho, source, f"{where}.rho")
             if not entry.gpus:
-                raise ThemisError("a menu entry needs at least one GPU", source=source, field=f"{where}.gpus")
+                raise ThemisError(
+                    "a menu entry needs at least one GPU", source=source, field=f"{where}.gpus"
+                )
             mask = 0
             for g in entry.gpus:
                 if g not in bit:
-                    raise ThemisError(f"GPU '{g}' is not offered", source=source, field=f"{where}.gpus")
+                    raise ThemisError(
+                        f"GPU '{g}' is not offered", source=source, field=f"{where}.gpus"
+                    )
                 if mask >> bit[g] & 1:
-                    raise ThemisError(f"GPU '{g}' listed twice", source=source, field=f"{where}.gpus")
+                    raise ThemisError(
+                        f"GPU '{g}' listed twice", source=source, field=f"{where}.gpus"
+                    )
                 mask |= 1 << bit[g]
             value = gain(bid.rho_none, entry.rho)
             if value <= 0:
@@ -137,11 +143,16 @@ def partial_allocation(
     return AuctionOutcome(apps, leftover, best.objective)
 
 
-def hidden_payment_fraction(candidates: list[list[Candidate]], best: Solution, bidder: int) -> float:
+def hidden_payment_fraction(
+    candidates: list[list[Candidate]], best: Solution, bidder: int
+) -> float:
     """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing."""
     cand = best.chosen.get(bidder)
     if cand is None:
         return 1.0
     others_with_i = best.objective - cand.gain
-    others_without_i = solve(candidates, exclude=bidder).objective
+    rest = {b: c for b, c in best.chosen.items() if b != bidder}
+    others_without_i = solve(
+        candidates, exclude=bidder, incumbent=Solution(others_with_i, rest)
+    ).objective
     return min(1.0, math.exp(others_with_i - others_without_i))

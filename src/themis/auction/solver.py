@@ -49,32 +49,61 @@ def solve(
     candidates: list[list[Candidate]],
     exclude: int | None = None,
     node_limit: int = 20_000,
+    incumbent: Solution | None = None,
 ) -> Solution:
-    """Maximise total gain; ``candidates[i]`` is bidder i's entries (gain > 0 only)."""
+    """Maximise total gain; ``candidates[i]`` is bidder i's entries (gain > 0 only).
+
+    ``incumbent`` is a feasible solution known in advance (for the re-solve without
+    bidder i, the optimum with i minus i's entry): starting from it lets branch and bound
+    prune at once everything that cannot beat it.
+    """
     bidders = [i for i, c in enumerate(candidates) if c and i != exclude]
     if not bidders:
         return Solution(0.0, {})
-    result = _branch_and_bound([candidates[i] for i in bidders], node_limit)
+    result = _branch_and_bound([candidates[i] for i in bidders], node_limit, incumbent)
     if result is None:
         return _milp([candidates[i] for i in bidders])
     return result
 
 
-def _branch_and_bound(groups: list[list[Candidate]], node_limit: int) -> Solution | None:
+def _branch_and_bound(
+    groups: list[list[Candidate]], node_limit: int, incumbent: Solution | None = None
+) -> Solution | None:
+    """Depth-first over bidders, best entries first, pruned by a capacity bound.
+
+    The bound relaxes "disjoint GPUs" to "at most C GPUs in total" (C = GPUs in the pool):
+    ``cap[i][c]``, the best gain bidders i.. can reach with c GPUs, is a small knapsack
+    table computed once. Bidders mostly compete for the same pool, so counting GPUs is
+    what makes most branches hopeless early.
+    """
     groups = sorted(
         (sorted(g, key=lambda c: -c.gain) for g in groups),
         key=lambda g: -g[0].gain,
     )
     n = len(groups)
-    suffix_bound = [0.0] * (n + 1)
+    pool = 0
+    for g in groups:
+        for c in g:
+            pool |= c.mask
+    capacity = pool.bit_count()
+    sizes = [[c.mask.bit_count() for c in g] for g in groups]
+    cap = [np.zeros(capacity + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
-        suffix_bound[i] = suffix_bound[i + 1] + groups[i][0].gain
+        row = cap[i + 1].copy()
+        nxt = cap[i + 1]
+        for c, size in zip(groups[i], sizes[i], strict=True):
+            np.maximum(row[size:], c.gain + nxt[: capacity + 1 - size], out=row[size:])
+        cap[i] = row
+    bound = [row.tolist() for row in cap]
     best_value = -1.0
     best_pick: list[Candidate] = []
+    if incumbent is not None:
+        best_value = incumbent.objective
+        best_pick = list(incumbent.chosen.values())
     pick: list[Candidate] = []
     nodes = 0
 
-    def dfs(i: int, used: int, value: float) -> bool:
+    def dfs(i: int, used: int, free: int, value: float) -> bool:
         nonlocal best_value, best_pick, nodes
         nodes += 1
         if nodes > node_limit:
@@ -82,21 +111,30 @@ def _branch_and_bound(groups: list[list[Candidate]], node_limit: int) -> Solutio
         if value > best_value + TOLERANCE:
             best_value = value
             best_pick = list(pick)
-        if i == n or value + suffix_bound[i] <= best_value + TOLERANCE:
+        if i == n or value + bound[i][free] <= best_value + TOLERANCE:
             return True
-        for cand in groups[i]:
-            if value + cand.gain + suffix_bound[i + 1] <= best_value + TOLERANCE:
-                break  # entries are sorted by gain: the rest cannot do better
-            if cand.mask & used:
-                continue
+        after = bound[i + 1]
+        # Most promising first: an entry's gain plus the best the others can still add
+        # with the GPUs it leaves. A good incumbent early is what makes the bound bite.
+        options = sorted(
+            (
+                (cand.gain + after[free - size], cand, size)
+                for cand, size in zip(groups[i], sizes[i], strict=True)
+                if size <= free and not cand.mask & used
+            ),
+            key=lambda o: -o[0],
+        )
+        for promise, cand, size in options:
+            if value + promise <= best_value + TOLERANCE:
+                break
             pick.append(cand)
-            ok = dfs(i + 1, used | cand.mask, value + cand.gain)
+            ok = dfs(i + 1, used | cand.mask, free - size, value + cand.gain)
             pick.pop()
             if not ok:
                 return False
-        return dfs(i + 1, used, value)
+        return dfs(i + 1, used, free, value)
 
-    if not dfs(0, 0, 0.0):
+    if not dfs(0, 0, capacity, 0.0):
         return None
     return Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
 

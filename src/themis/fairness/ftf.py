@@ -12,7 +12,6 @@ of the best spot its gang can find in the set, which is what the app scheduler d
 from __future__ import annotations
 
 import math
-
 from typing import NamedTuple
 
 from themis.model.cluster import SetShape
@@ -26,6 +25,7 @@ class GangWork(NamedTuple):
     total: float
     longest: float
     jobs: int
+
 
 #: rho of an app that cannot run at all on the GPUs considered. Finite so that the auction's
 #: proportional-fair objective stays defined: an app that gets nothing scores log(RHO_MAX).
@@ -68,7 +68,9 @@ def t_cluster(
     return estimate_time(profile, remaining_by_gang, cluster_shape)
 
 
-def rho(now: float, arrival: float, remaining_time: float, t_cluster_s: float, n_avg: float) -> float:
+def rho(
+    now: float, arrival: float, remaining_time: float, t_cluster_s: float, n_avg: float
+) -> float:
     """rho = T_sh / T_id, capped at RHO_MAX."""
     t_sh = (now - arrival) + remaining_time
     t_id = t_cluster_s * n_avg

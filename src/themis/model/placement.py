@@ -11,11 +11,124 @@ from collections.abc import Iterable, Sequence
 from themis.model.cluster import Cluster
 
 
-def group_by_machine(cluster: Cluster, gpus: Iterable[int]) -> dict[int, list[int]]:
-    by_machine: dict[int, list[int]] = {}
-    for g in sorted(gpus):
-        by_machine.setdefault(cluster.machine_of[g], []).append(g)
-    return by_machine
+class Packer:
+    """A pool of free GPUs that gangs are carved from one after another.
+
+    Keeping the per-machine lists between takes makes packing a whole app's jobs linear in
+    the number of machines per gang instead of re-sorting the pool for every gang.
+    """
+
+    def __init__(self, cluster: Cluster, available: Iterable[int]) -> None:
+        self.cluster = cluster
+        self.by_machine: dict[int, list[int]] = {}
+        for g in sorted(available):
+            self.by_machine.setdefault(cluster.machine_of[g], []).append(g)
+        self.size = sum(len(v) for v in self.by_machine.values())
+
+    def __len__(self) -> int:
+        return self.size
+
+    def gpus(self) -> set[int]:
+        return {g for free in self.by_machine.values() for g in free}
+
+    def take_exact(self, gpus: Sequence[int]) -> bool:
+        """Remove exactly these GPUs if all are still in the pool."""
+        for g in gpus:
+            free = self.by_machine.get(self.cluster.machine_of[g])
+            if free is None or g not in free:
+                return False
+        for g in gpus:
+            self.by_machine[self.cluster.machine_of[g]].remove(g)
+        self.size -= len(gpus)
+        return True
+
+    def peek(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
+        """The GPUs ``take`` would return, without removing them."""
+        if gang <= 0 or self.size < gang:
+            return None
+        by_machine = self.by_machine
+        rank = {m: i for i, m in enumerate(machine_order)} if machine_order is not None else None
+
+        def tie(m: int) -> int:
+            return rank.get(m, len(rank) + m) if rank is not None else m
+
+        best = None
+        best_key = None
+        for m, free in by_machine.items():
+            n = len(free)
+            if n >= gang:
+                key = (n, tie(m))
+                if best_key is None or key < best_key:
+                    best, best_key = m, key
+        if best is not None:
+            return tuple(by_machine[best][:gang])
+        rack_of = self.cluster.rack_of
+        by_rack: dict[int, list[int]] = {}
+        for m, free in by_machine.items():
+            if free:
+                by_rack.setdefault(rack_of[free[0]], []).append(m)
+        rack_sizes = {r: sum(len(by_machine[m]) for m in ms) for r, ms in by_rack.items()}
+        racks = [r for r, size in rack_sizes.items() if size >= gang]
+        if racks:
+            chosen_racks = [min(racks, key=lambda r: (rack_sizes[r], r))]
+        else:
+            chosen_racks = sorted(by_rack, key=lambda r: (-rack_sizes[r], r))
+        picked: list[int] = []
+        for r in chosen_racks:
+            # Fewest machines: take the fullest machines first.
+            for m in sorted(by_rack[r], key=lambda m: (-len(by_machine[m]), tie(m))):
+                picked.extend(by_machine[m][: gang - len(picked)])
+                if len(picked) == gang:
+                    return tuple(sorted(picked))
+        raise AssertionError("unreachable: enough GPUs were counted")
+
+    def take(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
+        """Remove and return ``gang`` GPUs on the best span, or None if too few are left.
+
+        ``machine_order`` breaks ties between equally good machines (the first listed
+        wins); by default the lower machine id wins.
+        """
+        gpus = self.peek(gang, machine_order)
+        if gpus is not None:
+            for g in gpus:
+                self.by_machine[self.cluster.machine_of[g]].remove(g)
+            self.size -= gang
+        return gpus
+
+
+class OrderedPacker(Packer):
+    """A pool that hands out GPUs in a preference order, whole gangs inside one machine
+    when any machine can hold them (else on the best span, as :class:`Packer`).
+
+    The arbiter gives each bidder the offer starting at a different point: walking its own
+    order, each bidder's small bundles come from its own stretch of the offer, so that
+    several bidders can win at once instead of all asking for the same first GPUs.
+    """
+
+    def __init__(self, cluster: Cluster, preference: Sequence[int]) -> None:
+        super().__init__(cluster, preference)
+        self.preference = list(preference)
+        self.rank = {g: i for i, g in enumerate(self.preference)}
+        self._cursor = 0
+
+    def take(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
+        if gang <= 0 or self.size < gang:
+            return None
+        machine_of = self.cluster.machine_of
+        pref = self.preference
+        while self._cursor < len(pref) and pref[self._cursor] not in self.by_machine.get(
+            machine_of[pref[self._cursor]], ()
+        ):
+            self._cursor += 1
+        for i in range(self._cursor, len(pref)):
+            free = self.by_machine[machine_of[pref[i]]]
+            if pref[i] in free and len(free) >= gang:
+                picked = sorted(free, key=self.rank.__getitem__)[:gang]
+                for g in picked:
+                    free.remove(g)
+                self.size -= gang
+                return tuple(picked)
+        return super().take(gang, machine_order)
 
 
 def pack_gang(
@@ -24,39 +137,5 @@ def pack_gang(
     gang: int,
     machine_order: Sequence[int] | None = None,
 ) -> tuple[int, ...] | None:
-    """Pick ``gang`` GPUs from ``available`` on the best span, or None if too few.
-
-    ``machine_order`` breaks ties between equally good machines (the first listed wins);
-    by default the lower machine id wins.
-    """
-    by_machine = group_by_machine(cluster, available)
-    total = sum(len(v) for v in by_machine.values())
-    if gang <= 0 or total < gang:
-        return None
-    rank = {m: i for i, m in enumerate(machine_order)} if machine_order is not None else {}
-
-    def tie(m: int) -> int:
-        return rank.get(m, len(rank) + m)
-
-    fitting = [m for m, free in by_machine.items() if len(free) >= gang]
-    if fitting:
-        best = min(fitting, key=lambda m: (len(by_machine[m]), tie(m)))
-        return tuple(by_machine[best][:gang])
-    by_rack: dict[int, list[int]] = {}
-    for m in by_machine:
-        by_rack.setdefault(cluster.rack_of[by_machine[m][0]], []).append(m)
-    rack_sizes = {r: sum(len(by_machine[m]) for m in ms) for r, ms in by_rack.items()}
-    racks = [r for r, size in rack_sizes.items() if size >= gang]
-    if racks:
-        chosen_racks = [min(racks, key=lambda r: (rack_sizes[r], r))]
-    else:
-        chosen_racks = sorted(by_rack, key=lambda r: (-rack_sizes[r], r))
-    picked: list[int] = []
-    for r in chosen_racks:
-        # Fewest machines: take the fullest machines first.
-        for m in sorted(by_rack[r], key=lambda m: (-len(by_machine[m]), tie(m))):
-            need = gang - len(picked)
-            picked.extend(by_machine[m][:need])
-            if len(picked) == gang:
-                return tuple(sorted(picked))
-    raise AssertionError("unreachable: enough GPUs were counted")
+    """Pick ``gang`` GPUs from ``available`` on the best span, or None if too few."""
+    return Packer(cluster, available).peek(gang, machine_order)

@@ -61,6 +61,26 @@ class JobState:
     def remaining_at(self, t: float) -> float:
         return max(0.0, self.spec.work - self.done - self.rate * (t - self.updated_at))
 
+    def start(self, gpus: tuple[int, ...], rate: float, now: float) -> None:
+        self.advance(now, False)
+        self.gpus = gpus
+        self.rate = rate
+        self.started_at = now
+        self.app.touch()
+
+    def stop(self, now: float, best: bool) -> None:
+        self.advance(now, best)
+        self.gpus = ()
+        self.rate = 0.0
+        self.until = None
+        self.started_at = None
+        self.app.touch()
+
+    def finish(self, now: float) -> None:
+        self.done = self.spec.work
+        self.finished_at = now
+        self.app.touch()
+
     def advance(self, t: float, best: bool) -> None:
         dt = t - self.updated_at
         if dt > 0 and self.gpus:
@@ -72,7 +92,9 @@ class JobState:
         self.updated_at = t
 
     def __repr__(self) -> str:
-        return f"JobState({self.job_id}, gpus={self.gpus}, done={self.done:.1f}/{self.spec.work:.1f})"
+        return (
+            f"JobState({self.job_id}, gpus={self.gpus}, done={self.done:.1f}/{self.spec.work:.1f})"
+        )
 
 
 class AppState:
@@ -84,7 +106,39 @@ class AppState:
         self.t_cluster = t_cluster
         self.jobs = [JobState(j, self) for j in spec.jobs]
         self.finish: float | None = None
-        self.n_avg_at_finish: float | None = None
+        # Bumped by every start, stop and finish of a job: the caches below are only valid
+        # for one version. Jobs that are not running do not progress, so what is derived
+        # from them stays exact between versions.
+        self.version = 0
+        self._cached_version = -1
+        self._idle: list[JobState] = []
+        self._running: list[JobState] = []
+        self._idle_work: dict[int, tuple[float, float, int]] = {}
+        self._demand = 0
+
+    def touch(self) -> None:
+        self.version += 1
+
+    def _refresh(self) -> None:
+        if self._cached_version == self.version:
+            return
+        live = [j for j in self.jobs if j.finished_at is None]
+        self._running = [j for j in live if j.gpus]
+        idle = [j for j in live if not j.gpus]
+        idle.sort(key=lambda j: j.done - j.spec.work)  # longest remaining first, stable
+        self._idle = idle
+        work: dict[int, list[float]] = {}
+        for job in idle:
+            rem = job.spec.work - job.done
+            entry = work.get(job.gang)
+            if entry is None:
+                work[job.gang] = [rem, rem, 1]
+            else:
+                entry[0] += rem
+                entry[2] += 1  # idle is sorted: the first seen is the longest
+        self._idle_work = {g: (v[0], v[1], int(v[2])) for g, v in work.items()}
+        self._demand = sum(j.gang for j in live)
+        self._cached_version = self.version
 
     @property
     def app_id(self) -> str:
@@ -98,21 +152,28 @@ class AppState:
         return [j for j in self.jobs if j.finished_at is None]
 
     def running_jobs(self) -> list[JobState]:
-        return [j for j in self.jobs if j.gpus]
+        self._refresh()
+        return list(self._running)
+
+    def idle_jobs(self) -> list[JobState]:
+        """Live jobs holding no GPUs, longest remaining first (ties: submission order)."""
+        self._refresh()
+        return list(self._idle)
 
     def demand(self) -> int:
         """GPUs its live jobs could use at once."""
-        return sum(j.gang for j in self.jobs if j.finished_at is None)
+        self._refresh()
+        return self._demand
 
     def held(self) -> list[int]:
-        return [g for j in self.jobs for g in j.gpus]
+        self._refresh()
+        return [g for j in self._running for g in j.gpus]
 
     def remaining_by_gang(self, t: float) -> dict[int, GangWork]:
         """Live jobs' remaining iterations at time ``t``, grouped by gang size."""
-        acc: dict[int, list[float]] = {}
-        for job in self.jobs:
-            if job.finished_at is not None:
-                continue
+        self._refresh()
+        acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
+        for job in self._running:
             rem = job.remaining_at(t)
             entry = acc.get(job.gang)
             if entry is None:

@@ -7,7 +7,7 @@ is packed on the best span available.
 
 from __future__ import annotations
 
-from themis.model.placement import pack_gang
+from themis.model.placement import Packer
 from themis.policies.base import Assignment, Policy, Schedule, SchedulingView
 from themis.policies.registry import register
 
@@ -19,15 +19,14 @@ class FifoPolicy(Policy):
 
     def schedule(self, view: SchedulingView) -> Schedule:
         schedule = self.keep_running(view)
-        free = set(view.free_gpus())
+        pool = Packer(view.cluster, view.free_gpus())
         for app in view.apps:
             for job in app.jobs:
-                if not free:
+                if not len(pool):
                     return schedule
-                if job.finished_at is not None or job.gpus or job.gang > len(free):
+                if job.finished_at is not None or job.gpus:
                     continue
-                gpus = pack_gang(view.cluster, free, job.gang)
+                gpus = pool.take(job.gang)
                 if gpus is not None:
                     schedule[job] = Assignment(gpus)
-                    free.difference_update(gpus)
         return schedule

@@ -56,7 +56,9 @@ class MaxMinPolicy(Policy):
         schedule = self.keep_running(view)
         held = {a.app_id: len(a.held()) for a in apps}
         free = set(view.free_gpus())
-        queues = {a.app_id: waiting_order(a, view.now, {id(j) for j in schedule}) for a in apps}
+        queues = {
+            a.app_id: list(waiting_order(a, view.now, {id(j) for j in schedule})) for a in apps
+        }
 
         def below_share() -> list[AppState]:
             return sorted(
@@ -80,7 +82,9 @@ class MaxMinPolicy(Policy):
                 progress = True
                 break
         # Work conservation: whatever is still free goes to whoever can use it.
-        by_ratio = sorted(apps, key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival))
+        by_ratio = sorted(
+            apps, key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival)
+        )
         for app in by_ratio:
             for job in queues[app.app_id]:
                 if not free:
@@ -112,8 +116,7 @@ class MaxMinPolicy(Policy):
             victims = [
                 j
                 for j in schedule
-                if held[j.app.app_id] - j.gang >= shares[j.app.app_id]
-                and j.app is not job.app
+                if held[j.app.app_id] - j.gang >= shares[j.app.app_id] and j.app is not job.app
             ]
             if not victims:
                 return None

@@ -113,7 +113,7 @@ class Simulator:
         for job in app.jobs:
             job.updated_at = now
             if job.spec.work <= 0:
-                job.finished_at = now  # nothing to run (a trial that died at once)
+                job.finish(now)  # nothing to run (a trial that died at once)
         self.activity.change(now, +1)
         self.integral_at_arrival[app.app_id] = self.activity.integral(now)
         self.active.append(app)
@@ -123,8 +123,7 @@ class Simulator:
 
     def finish_job(self, job: JobState, now: float) -> None:
         self._stop(job, now)
-        job.done = job.spec.work
-        job.finished_at = now
+        job.finish(now)
         if all(j.finished_at is not None for j in job.app.jobs):
             self._app_done(job.app, now)
 
@@ -143,7 +142,9 @@ class Simulator:
         self._wakes.discard(now)
         horizon = now + self.batch_window + EPSILON
         return any(
-            j.until is not None and j.until <= horizon for a in self.active for j in a.jobs if j.gpus
+            j.until is not None and j.until <= horizon
+            for a in self.active
+            for j in a.running_jobs()
         )
 
     # -- rounds -----------------------------------------------------------------------------
@@ -158,7 +159,7 @@ class Simulator:
         schedule = self.policy.schedule(view)
         self._check(schedule)
         self._apply(schedule, now)
-        if not any(j.gpus for a in self.active for j in a.jobs) and not self._heap:
+        if not any(a.running_jobs() for a in self.active) and not self._heap:
             raise AssertionError(
                 f"policy '{self.policy.name}' left every GPU idle at t={now} with work waiting"
             )
@@ -181,8 +182,8 @@ class Simulator:
 
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
-            for job in app.jobs:
-                if job.gpus and (job not in schedule or schedule[job].gpus != job.gpus):
+            for job in app.running_jobs():
+                if job not in schedule or schedule[job].gpus != job.gpus:
                     self._stop(job, now)
         for job, grant in schedule.items():
             if job.gpus:  # continues on the same GPUs
@@ -195,25 +196,20 @@ class Simulator:
                 self._push(grant.until, GrantEnd())
 
     def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
-        job.advance(now, False)
-        job.gpus = tuple(sorted(gpus))
-        job.rate = job.app.profile.speed(len(gpus), self.cluster.span(gpus))
-        job.started_at = now
+        job.start(
+            tuple(sorted(gpus)), job.app.profile.speed(len(gpus), self.cluster.span(gpus)), now
+        )
         token = next(self._token)
         self.tokens[id(job)] = token
         self._push(now + job.remaining_at(now) / job.rate, JobEnd(job, token))
 
     def _stop(self, job: JobState, now: float) -> None:
         best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
-        job.advance(now, best)
         if job.started_at is not None and now > job.started_at:
             self.intervals.append(
                 Interval(job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
             )
-        job.gpus = ()
-        job.rate = 0.0
-        job.until = None
-        job.started_at = None
+        job.stop(now, best)
         self.tokens.pop(id(job), None)
 
 

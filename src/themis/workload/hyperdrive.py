@@ -54,7 +54,9 @@ def read_rows(path: Path, source: str) -> list[TraceJob]:
 def _parse(reader: csv.reader, source: str) -> list[TraceJob]:  # type: ignore[valid-type]
     header = next(reader, None)
     if header is None:
-        raise ThemisError("empty file: expected a header " + ",".join(COLUMNS), source=source, line=1)
+        raise ThemisError(
+            "empty file: expected a header " + ",".join(COLUMNS), source=source, line=1
+        )
     header = [h.strip() for h in header]
     missing = [c for c in COLUMNS if c not in header]
     if missing:

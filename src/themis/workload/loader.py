@@ -12,7 +12,7 @@ Arrivals (``--arrivals``):
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 
@@ -28,7 +28,7 @@ DEFAULT_APP_INTERVAL = 9000.0
 BUNDLED_TRACES = {"hyperdrive": "philly_hyperdrive_workload.csv"}
 
 
-class ArrivalMode(str, Enum):
+class ArrivalMode(StrEnum):
     TRACE = "trace"
     INTERVAL = "interval"
 
@@ -41,7 +41,9 @@ def resolve_trace(name_or_path: str) -> tuple[Path, str]:
     path = Path(name_or_path)
     if not path.exists():
         known = ", ".join(BUNDLED_TRACES)
-        raise ThemisError(f"no such trace file or bundled trace (bundled: {known})", source=name_or_path)
+        raise ThemisError(
+            f"no such trace file or bundled trace (bundled: {known})", source=name_or_path
+        )
     if path.is_dir():
         raise ThemisError("is a directory, expected a trace file", source=name_or_path)
     return path, name_or_path

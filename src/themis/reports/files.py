@@ -1,0 +1,127 @@
+"""A run's output files: ``summary.json``, ``apps.csv`` and ``allocations.csv``.
+
+Floats are written at full precision (``repr``, which round-trips), so that every derived
+column can be recomputed exactly from the others: ``rho`` in ``apps.csv`` equals
+``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)`` bit for bit. JSON has no infinity:
+a non-finite number (the offered load of apps that all arrive at once) is written as
+``null``. Column and key meanings: ``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from themis.errors import ThemisError
+from themis.reports.metrics import AppRow, RunSummary
+from themis.simulator.engine import Interval, SimulationResult
+
+SUMMARY_FILE = "summary.json"
+APPS_FILE = "apps.csv"
+ALLOCATIONS_FILE = "allocations.csv"
+COMPARISON_FILE = "comparison.json"
+
+APPS_COLUMNS = ("app_id", "arrival_s", "finish_s", "completion_s", "t_cluster_s", "n_avg", "rho")
+ALLOCATIONS_COLUMNS = ("start_s", "end_s", "app_id", "job_id", "gpus")
+
+
+def summary_dict(summary: RunSummary) -> dict[str, Any]:
+    """The summary as JSON-ready data (non-finite floats become ``None``)."""
+    return {key: _json_number(value) for key, value in asdict(summary).items()}
+
+
+def write_run(
+    out_dir: Path,
+    result: SimulationResult,
+    summary: RunSummary,
+    rows: Sequence[AppRow],
+    config: Mapping[str, Any] | None = None,
+) -> list[Path]:
+    """Write the three files of one run into ``out_dir`` (created if needed); returns them."""
+    ensure_dir(out_dir)
+    payload = summary_dict(summary)
+    if config is not None:
+        payload["config"] = _jsonable(dict(config))
+    paths = [out_dir / SUMMARY_FILE, out_dir / APPS_FILE, out_dir / ALLOCATIONS_FILE]
+    write_json(paths[0], payload)
+    _guarded(paths[1], write_apps_csv, rows)
+    _guarded(paths[2], write_allocations_csv, result.intervals)
+    return paths
+
+
+def write_apps_csv(path: Path, rows: Iterable[AppRow]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(APPS_COLUMNS)
+        for r in rows:
+            writer.writerow(
+                [
+                    r.app_id,
+                    _float(r.arrival_s),
+                    _float(r.finish_s),
+                    _float(r.completion_s),
+                    _float(r.t_cluster_s),
+                    _float(r.n_avg),
+                    _float(r.rho),
+                ]
+            )
+
+
+def write_allocations_csv(path: Path, intervals: Iterable[Interval]) -> None:
+    """One row per interval, sorted by start; ``gpus`` is the GPU ids separated by spaces."""
+    ordered = sorted(intervals, key=lambda i: (i.start, i.end, i.app_id, i.job_id))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(ALLOCATIONS_COLUMNS)
+        for i in ordered:
+            gpus = " ".join(str(g) for g in i.gpus)
+            writer.writerow([_float(i.start), _float(i.end), i.app_id, i.job_id, gpus])
+
+
+def write_json(path: Path, payload: Any) -> None:
+    text = json.dumps(_jsonable(payload), indent=2, allow_nan=False) + "\n"
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ThemisError(f"cannot write: {exc.strerror}", source=str(path)) from None
+
+
+def ensure_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ThemisError(
+            f"cannot create output directory: {exc.strerror}", source=str(path), field="--out"
+        ) from None
+
+
+def _guarded(path: Path, write: Callable[[Path, Any], None], data: Any) -> None:
+    try:
+        write(path, data)
+    except OSError as exc:
+        raise ThemisError(f"cannot write: {exc.strerror}", source=str(path)) from None
+
+
+def _float(value: float) -> str:
+    return repr(float(value))
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return _json_number(value)

@@ -1,0 +1,111 @@
+"""The numbers a run is judged by: one row per app and one summary per run.
+
+Every metric is defined once, in ``docs/metrics.md``; this module is that definition in
+code. Nothing here reads a clock or a file: a summary is a function of the result.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from themis.fairness.ftf import posthoc_rho
+from themis.simulator.engine import SimulationResult
+
+
+@dataclass(frozen=True)
+class AppRow:
+    """One app's outcome; ``rho`` is ``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)``."""
+
+    app_id: str
+    arrival_s: float
+    finish_s: float
+    completion_s: float
+    t_cluster_s: float
+    n_avg: float
+    rho: float
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run in a line of numbers (definitions: ``docs/metrics.md``)."""
+
+    policy: str
+    apps: int
+    jobs: int
+    max_rho: float
+    jain_rho: float
+    mean_completion_s: float
+    median_completion_s: float
+    makespan_s: float
+    gpu_hours: float
+    utilization: float
+    placement_score: float
+    offered_load: float
+    rounds: int
+
+
+def app_rows(result: SimulationResult) -> list[AppRow]:
+    """One row per app, in the order the simulator admitted them (arrival order)."""
+    rows = []
+    for app in result.apps:
+        if app.finish is None:
+            raise AssertionError(f"app {app.app_id} has no finish time in a finished run")
+        n_avg = result.n_avg[app.app_id]
+        rows.append(
+            AppRow(
+                app.app_id,
+                app.arrival,
+                app.finish,
+                app.finish - app.arrival,
+                app.t_cluster,
+                n_avg,
+                posthoc_rho(app.arrival, app.finish, app.t_cluster, n_avg),
+            )
+        )
+    return rows
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index ``(sum x)^2 / (n * sum x^2)``: 1 when all values are equal,
+    ``1/n`` when one value holds everything. All zeros count as equal (1.0)."""
+    if not values:
+        raise ValueError("Jain's index of no values is undefined")
+    square_sum = sum(x * x for x in values)
+    if square_sum == 0:
+        return 1.0
+    return sum(values) ** 2 / (len(values) * square_sum)
+
+
+def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) -> RunSummary:
+    """The run's summary; pass ``rows`` if already computed by :func:`app_rows`."""
+    rows = list(rows) if rows is not None else app_rows(result)
+    if not rows:
+        raise ValueError("a run with no apps has no summary")
+    rhos = [r.rho for r in rows]
+    completions = [r.completion_s for r in rows]
+    makespan = max(r.finish_s for r in rows) - min(r.arrival_s for r in rows)
+    gpu_seconds = 0.0
+    best_seconds = 0.0
+    for interval in result.intervals:
+        held = (interval.end - interval.start) * len(interval.gpus)
+        gpu_seconds += held
+        if interval.best_span:
+            best_seconds += held
+    capacity = result.cluster.size * makespan
+    return RunSummary(
+        policy=result.policy,
+        apps=len(rows),
+        jobs=result.workload.job_count,
+        max_rho=max(rhos),
+        jain_rho=jain_index(rhos),
+        mean_completion_s=statistics.fmean(completions),
+        median_completion_s=statistics.median(completions),
+        makespan_s=makespan,
+        gpu_hours=gpu_seconds / 3600.0,
+        utilization=gpu_seconds / capacity if capacity > 0 else 0.0,
+        placement_score=best_seconds / gpu_seconds if gpu_seconds > 0 else 1.0,
+        offered_load=result.workload.offered_load(result.cluster.size),
+        rounds=result.rounds,
+    )
