@@ -6,6 +6,7 @@ they overlap; a test keeps them in step.
 
 from __future__ import annotations
 
+from themis.simulator.engine import DEFAULT_BATCH_WINDOW
 from themis.workload.loader import DEFAULT_APP_INTERVAL as _LOADER_APP_INTERVAL
 
 #: The paper's workload: the Philly HyperDrive trace bundled with the package.
@@ -27,9 +28,9 @@ FAIRNESS_KNOB = 0.8
 #: keeps preemptions rare next to hour-long jobs while letting rho be revisited often.
 LEASE_S = 600.0
 
-#: Lease ends this close (seconds) are batched into one auction round (DESIGN §5), so that
-#: rounds hold several apps' GPUs at once instead of one at a time.
-BATCH_WINDOW_S = 30.0
+#: Lease ends this close (seconds) are batched into one auction round (the simulator's
+#: default, re-exported here).
+BATCH_WINDOW_S = DEFAULT_BATCH_WINDOW
 
 #: Seed of the model draw for traces without a model column, and of the policy's choices.
 SEED = 0

@@ -23,6 +23,10 @@ from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 
+#: Grant ends this close (seconds) are batched into one round by default (DESIGN §5): a
+#: round then holds several apps' GPUs at once instead of one lease at a time.
+DEFAULT_BATCH_WINDOW = 30.0
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -53,7 +57,7 @@ class Simulator:
         workload: Workload,
         cluster: Cluster,
         policy: Policy,
-        batch_window: float = 0.0,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
         on_app_finished: Callable[[int, int], None] | None = None,
     ) -> None:
         check_fits(workload, cluster)
@@ -231,7 +235,7 @@ def simulate(
     workload: Workload,
     cluster: Cluster,
     policy: Policy,
-    batch_window: float = 0.0,
+    batch_window: float = DEFAULT_BATCH_WINDOW,
     on_app_finished: Callable[[int, int], None] | None = None,
 ) -> SimulationResult:
     return Simulator(workload, cluster, policy, batch_window, on_app_finished).run()

@@ -12,6 +12,7 @@ Arrivals (``--arrivals``):
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -58,9 +59,17 @@ def load_workload(
     app_interval: float = DEFAULT_APP_INTERVAL,
 ) -> Workload:
     profiles = profiles if profiles is not None else load_profiles()
-    mode = ArrivalMode(arrivals)
-    if mode is ArrivalMode.INTERVAL and not app_interval >= 0:
-        raise ThemisError(f"must be >= 0 seconds, got {app_interval}", field="--app-interval")
+    try:
+        mode = ArrivalMode(arrivals)
+    except ValueError:
+        known = ", ".join(m.value for m in ArrivalMode)
+        raise ThemisError(
+            f"unknown arrival mode '{arrivals}' (known: {known})", field="--arrivals"
+        ) from None
+    if mode is ArrivalMode.INTERVAL and not (math.isfinite(app_interval) and app_interval >= 0):
+        raise ThemisError(
+            f"must be a finite number of seconds >= 0, got {app_interval}", field="--app-interval"
+        )
     path, source = resolve_trace(trace)
     rows = read_rows(path, source)
     first_start: dict[str, object] = {}

@@ -1,0 +1,118 @@
+"""Speed benchmarks: one command, printed figures.
+
+    .venv/bin/python benchmarks/run.py [--repeats N] [--policies a,b] [--skip-auction]
+
+1. Wall time of the HyperDrive simulation (bundled trace, default arrivals, 64 GPUs) per
+   policy: the median of ``--repeats`` runs.
+2. The median wall time of one Themis arbiter round with 100 bidders on 512 GPUs (all free,
+   f = 0 so that every app bids): visibility, bids, Partial Allocation with its 100
+   re-solves for the hidden payments, leftover allocation.
+
+Machines here are shared and noisy: compare figures within one run, and quote medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+
+from themis.arbiter.round import Arbiter
+from themis.fairness.ftf import ActiveApps, t_cluster
+from themis.model.cluster import Cluster
+from themis.model.profiles import load_profiles
+from themis.model.state import AppState
+from themis.model.workload import AppSpec, JobSpec
+from themis.policies import PolicyOptions, make_policy, policy_names
+from themis.policies.base import SchedulingView
+from themis.simulator import simulate
+from themis.workload import load_workload
+
+
+def time_simulations(policies: list[str], repeats: int) -> list[tuple[str, float, int]]:
+    workload = load_workload()
+    cluster = Cluster.from_spec("2x4x8")
+    rows = []
+    for name in policies:
+        times = []
+        rounds = 0
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = simulate(workload, cluster, make_policy(name, PolicyOptions()))
+            times.append(time.perf_counter() - start)
+            rounds = result.rounds
+        rows.append((name, statistics.median(times), rounds))
+    return rows
+
+
+def auction_round_view(bidders: int, seed: int) -> tuple[Cluster, SchedulingView]:
+    """100 HyperDrive-like apps (1-GPU trials, some 2-, 4- and 8-GPU ones) that arrived at
+    different times and hold nothing, on 8 racks x 8 machines x 8 GPUs, all free."""
+    rng = random.Random(seed)
+    cluster = Cluster.from_spec("8x8x8")
+    profiles = load_profiles()
+    names = sorted(profiles)
+    activity = ActiveApps()
+    apps = []
+    integral = {}
+    for i in range(bidders):
+        model = rng.choice(names)
+        jobs = tuple(
+            JobSpec(f"a{i}-j{j}", rng.choice((1, 1, 1, 1, 2, 4, 8)), rng.uniform(1e3, 1e5))
+            for j in range(rng.randint(5, 60))
+        )
+        spec = AppSpec(f"a{i}", float(i * 60), model, jobs)
+        app = AppState(spec, profiles[model], 0.0)
+        app.t_cluster = t_cluster(app.profile, app.remaining_by_gang(0.0), cluster.shape)
+        activity.change(spec.arrival, +1)
+        integral[app.app_id] = activity.integral(spec.arrival)
+        apps.append(app)
+    now = bidders * 60.0
+    view = SchedulingView(
+        now,
+        cluster,
+        apps,
+        lambda a: activity.n_avg(a.arrival, integral[a.app_id], now),
+    )
+    return cluster, view
+
+
+def time_auction_round(bidders: int, repeats: int) -> tuple[float, int]:
+    times = []
+    granted = 0
+    for r in range(repeats):
+        cluster, view = auction_round_view(bidders, seed=r)
+        arbiter = Arbiter(cluster, fairness_knob=0.0, lease=600.0, rng=random.Random(r))
+        start = time.perf_counter()
+        schedule = arbiter.run_round(view)
+        times.append(time.perf_counter() - start)
+        granted = sum(len(a.gpus) for a in schedule.values())
+        assert arbiter.last_round is not None and len(arbiter.last_round.bids) == bidders
+    return statistics.median(times), granted
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--policies", default=",".join(policy_names()))
+    parser.add_argument("--skip-auction", action="store_true")
+    args = parser.parse_args(argv)
+    policies = [p for p in args.policies.split(",") if p]
+    print(f"HyperDrive trace, 64 GPUs (2x4x8), median of {args.repeats} run(s):")
+    print(f"  {'policy':<10} {'wall s':>8} {'rounds':>8}")
+    for name, seconds, rounds in time_simulations(policies, args.repeats):
+        print(f"  {name:<10} {seconds:>8.2f} {rounds:>8}")
+    sys.stdout.flush()
+    if not args.skip_auction:
+        seconds, granted = time_auction_round(100, args.repeats)
+        print(
+            f"One Themis round, 100 bidders on 512 GPUs (f=0), median of {args.repeats}: "
+            f"{seconds * 1000:.0f} ms ({granted} GPUs placed)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
