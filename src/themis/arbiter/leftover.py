@@ -29,18 +29,21 @@ def allocate_leftover(
     ``planned`` holds ids of JobState objects already running after this round. Returns new
     placements; ``leftover`` is consumed in place.
     """
-    queues = {id(app): list(waiting_order(app, now, planned)) for app in candidates}
+    queues: dict[int, list[JobState]] = {}  # built on first use: leftover often runs out early
     placed: dict[JobState, tuple[int, ...]] = {}
     for best_only in (True, False):
         progress = True
         while progress and leftover:
             progress = False
             for app in candidates:
-                job, gpus = _next_fit(cluster, queues[id(app)], leftover, best_only)
+                queue = queues.get(id(app))
+                if queue is None:
+                    queue = queues[id(app)] = list(waiting_order(app, now, planned))
+                job, gpus = _next_fit(cluster, queue, leftover, best_only)
                 if job is None or gpus is None:
                     continue
                 placed[job] = gpus
-                queues[id(app)].remove(job)
+                queue.remove(job)
                 leftover.difference_update(gpus)
                 progress = True
                 if not leftover:
