@@ -183,15 +183,6 @@ def test_max_min_preempts_newest_jobs_of_over_share_app() -> None:
     assert len(placed) == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug, policies/max_min.py MaxMinPolicy._place (the victims loop): it preempts "
-        "a's newest job for b's 4-gang, finds 2 free GPUs still too few, returns None "
-        "without putting the victim back; a0 was excluded from the queues, so GPUs 0 and 3 "
-        "stay idle while a0 could run"
-    ),
-)
 def test_max_min_does_not_preempt_for_a_gang_that_cannot_fit() -> None:
     c = Cluster.from_spec("1x1x4")
     a = make_app("a", 0.0, [(1, 100.0)] * 3, c)

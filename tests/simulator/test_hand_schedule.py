@@ -256,16 +256,6 @@ def test_themis_two_apps_work_conserving_and_short_app_first() -> None:
         assert i.end in ends or i.end % 5.0 == approx(0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug, arbiter/round.py run_round step 1: rho is computed with only the GPUs an "
-        "app keeps past this round; when all of an app's leases end together its rho is "
-        "RHO_MAX, equal to a waiting newcomer's, the tie goes to the earlier arrival, and "
-        "with f >= 0.5 (default 0.8) the incumbent is the only app offered at every lease "
-        "end: the newcomer starves (b waits 90 s for a 10 s job, post-hoc rho 5.3 vs a's 0.53)"
-    ),
-)
 @pytest.mark.parametrize("knob", [0.5, 0.8, 0.99])
 def test_themis_fair_knob_serves_the_worst_off_app(knob: float) -> None:
     # Same workload as above with f >= 0.5 (the default is 0.8): with 2 wanting apps, only

@@ -193,23 +193,13 @@ def test_schedule_invariants(policy: str, scenario) -> None:
     result = run(workload, cluster, policy, options, window)
     check_result(result, policy)
     check_apps_csv(result)
-    if policy != "max-min":  # max-min: known bug, see test_max_min_work_conservation below
-        assert idle_while_waiting(result) == []
+    assert idle_while_waiting(result) == []
     # Determinism: the same inputs (seed included) give the identical schedule.
     again = run(workload, cluster, policy, options, window)
     assert again.intervals == result.intervals
     assert [a.finish for a in again.apps] == [a.finish for a in result.apps]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug, policies/max_min.py MaxMinPolicy._place: it preempts over-share jobs one "
-        "by one before knowing the gang will fit, and when it still does not fit returns "
-        "None without restoring them; the victims were excluded from the queues, so the "
-        "work-conservation pass cannot restart them and their GPUs idle"
-    ),
-)
 def test_max_min_work_conservation() -> None:
     # Found by the property above (shrunk). 1x2x2, alexnet (0.5 s per iteration), all at 0:
     # a0: one 1-GPU job of 1 it; a1: a 1-GPU and a 2-GPU job of 7 it; a2: a 3-GPU job.

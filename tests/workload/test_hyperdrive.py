@@ -280,13 +280,6 @@ def test_binary_garbage_is_a_user_error(tmp_path: Path, blob: bytes) -> None:
     assert str(path) in str(err.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src weakness, workload/hyperdrive.py read_rows: a UnicodeDecodeError is reported "
-        "for the whole file ('not a UTF-8 text file') without the line of the bad byte"
-    ),
-)
 def test_non_utf8_byte_names_its_line(tmp_path: Path) -> None:
     blob = (HEADER + ROW1).encode() + "1, j\xe9, 2018-06-16 04:51:49, 1, 1\n".encode("latin-1")
     path = write(tmp_path, blob)
@@ -302,15 +295,6 @@ def test_nul_bytes_are_a_user_error(tmp_path: Path) -> None:
     assert f"{path}:1" in str(err.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src weakness, workload/hyperdrive.py read_rows: opened with encoding='utf-8', not "
-        "'utf-8-sig', so a UTF-8 BOM (spreadsheet exports) makes the first header cell "
-        "'\\ufeffexperiment-id' and the load fails with a baffling 'missing column(s) "
-        "experiment-id'"
-    ),
-)
 def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
     path = write(tmp_path, ("\ufeff" + HEADER + ROW1).encode("utf-8"))
     w = load_workload(str(path))

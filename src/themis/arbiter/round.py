@@ -94,12 +94,12 @@ class Arbiter:
         if not pool:
             return schedule
 
-        # 1. Visibility.
+        # 1. Visibility: rho with everything the app holds now, leases ending included, so
+        # that an app whose leases just ended does not look as badly off as one that has
+        # been waiting with nothing (its bid's "nothing" is still what it keeps).
         wanting = [a for a in view.apps if a.demand() > len(kept[a.app_id])]
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
-        rhos = {
-            a.app_id: self.agent(a).rho_with(now, n_avg[a.app_id], kept[a.app_id]) for a in wanting
-        }
+        rhos = {a.app_id: self.agent(a).rho_with(now, n_avg[a.app_id], a.held()) for a in wanting}
         # 2. Offer, worst rho first (ties: earlier arrival).
         wanting.sort(key=lambda a: (-rhos[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]

@@ -6,7 +6,8 @@ worth 0, so the problem is a weighted set packing with one-per-app constraints. 
 solvers: a depth-first branch and bound over bitmasks, which is fastest on the small
 auctions that most rounds hold, and scipy's HiGHS MILP, used when branch and bound would
 explore too many nodes. Both return a provably optimal objective; brute force lives in the
-tests only.
+tests only. ``solve_all`` gives the optimum and every winner's optimum-without-it at once,
+sharing the preparation between those searches.
 """
 
 from __future__ import annotations
@@ -57,86 +58,220 @@ def solve(
     bidder i, the optimum with i minus i's entry): starting from it lets branch and bound
     prune at once everything that cannot beat it.
     """
-    bidders = [i for i, c in enumerate(candidates) if c and i != exclude]
-    if not bidders:
+    groups = [c for i, c in enumerate(candidates) if c and i != exclude]
+    if not groups:
         return Solution(0.0, {})
-    result = _branch_and_bound([candidates[i] for i in bidders], node_limit, incumbent)
+    result = _Search(_Plan(groups)).run(node_limit, incumbent)
     if result is None:
-        return _milp([candidates[i] for i in bidders])
+        return _milp(groups)
     return result
 
 
-def _branch_and_bound(
-    groups: list[list[Candidate]], node_limit: int, incumbent: Solution | None = None
-) -> Solution | None:
-    """Depth-first over bidders, best entries first, pruned by a capacity bound.
+def solve_all(
+    candidates: list[list[Candidate]], node_limit: int = 20_000
+) -> tuple[Solution, dict[int, Solution]]:
+    """The optimum, and for each of its winners i the optimum without bidder i.
 
-    The bound relaxes "disjoint GPUs" to "at most C GPUs in total" (C = GPUs in the pool):
-    ``cap[i][c]``, the best gain bidders i.. can reach with c GPUs, is a small knapsack
-    table computed once. Bidders mostly compete for the same pool, so counting GPUs is
-    what makes most branches hopeless early.
+    Same answers as ``solve(candidates)`` followed by ``solve(candidates, exclude=i,
+    incumbent=<optimum minus i's entry>)`` for every winner i (a bidder that wins nothing
+    has OPT_-i = OPT and needs no re-solve), but the preparation (entry lists, cliques,
+    bound tables) is shared: each re-solve only rebuilds the tables of the bidders
+    searched before i. Bidders are the ``Candidate.bidder`` ids, as in ``chosen``.
     """
-    groups = sorted(
-        (sorted(g, key=lambda c: -c.gain) for g in groups),
-        key=lambda g: -g[0].gain,
-    )
-    n = len(groups)
-    pool = 0
-    for g in groups:
-        for c in g:
-            pool |= c.mask
-    capacity = pool.bit_count()
-    sizes = [[c.mask.bit_count() for c in g] for g in groups]
-    cap = [np.zeros(capacity + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        row = cap[i + 1].copy()
-        nxt = cap[i + 1]
-        for c, size in zip(groups[i], sizes[i], strict=True):
-            np.maximum(row[size:], c.gain + nxt[: capacity + 1 - size], out=row[size:])
-        cap[i] = row
-    bound = [row.tolist() for row in cap]
-    best_value = -1.0
-    best_pick: list[Candidate] = []
-    if incumbent is not None:
-        best_value = incumbent.objective
-        best_pick = list(incumbent.chosen.values())
-    pick: list[Candidate] = []
-    nodes = 0
+    groups = [c for c in candidates if c]
+    if not groups:
+        return Solution(0.0, {}), {}
+    plan = _Plan(groups)
+    full = _Search(plan)
+    best = full.run(node_limit, None)
+    if best is None:
+        best = _milp(groups)
+    without: dict[int, Solution] = {}
+    for bidder, cand in best.chosen.items():
+        rest = {b: c for b, c in best.chosen.items() if b != bidder}
+        others = [g for g in groups if g[0].bidder != bidder]
+        if not others:
+            without[bidder] = Solution(0.0, {})
+            continue
+        incumbent = Solution(best.objective - cand.gain, rest)
+        result = _Search(plan, full, bidder).run(node_limit, incumbent)
+        without[bidder] = _milp(others) if result is None else result
+    return best, without
 
-    def dfs(i: int, used: int, free: int, value: float) -> bool:
-        nonlocal best_value, best_pick, nodes
-        nodes += 1
-        if nodes > node_limit:
-            return False
-        if value > best_value + TOLERANCE:
-            best_value = value
-            best_pick = list(pick)
-        if i == n or value + bound[i][free] <= best_value + TOLERANCE:
-            return True
-        after = bound[i + 1]
-        # Most promising first: an entry's gain plus the best the others can still add
-        # with the GPUs it leaves. A good incumbent early is what makes the bound bite.
-        options = sorted(
-            (
-                (cand.gain + after[free - size], cand, size)
-                for cand, size in zip(groups[i], sizes[i], strict=True)
-                if size <= free and not cand.mask & used
-            ),
-            key=lambda o: -o[0],
-        )
-        for promise, cand, size in options:
-            if value + promise <= best_value + TOLERANCE:
+
+#: A candidate in search form: (gain, mask, number of GPUs, the candidate).
+_Option = tuple[float, int, int, Candidate]
+
+
+def _options(group: list[Candidate]) -> list[_Option]:
+    """A bidder's entries, best gain first, without dominated ones.
+
+    An entry whose GPUs include all of another entry's, with no larger gain, can always be
+    swapped for that other entry: dropping it changes no optimum.
+    """
+    out: list[_Option] = []
+    for c in sorted(group, key=lambda c: -c.gain):
+        mask = c.mask
+        for o in out:
+            if o[1] & ~mask == 0:
                 break
-            pick.append(cand)
-            ok = dfs(i + 1, used | cand.mask, free - size, value + cand.gain)
-            pick.pop()
-            if not ok:
-                return False
-        return dfs(i + 1, used, free, value)
+        else:
+            out.append((c.gain, mask, mask.bit_count(), c))
+    return out
 
-    if not dfs(0, 0, capacity, 0.0):
-        return None
-    return Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
+
+class _Plan:
+    """What every search over (a subset of) these bidders shares.
+
+    Every entry of a bidder contains its *core* (the GPUs common to all its entries), so
+    two bidders whose cores intersect can never both win. Bidders are grouped greedily into
+    *cliques* of pairwise intersecting cores: at most one bidder per clique wins, which the
+    bounds use (in real auctions many bidders' smallest entries share a GPU, and counting
+    them all as possible winners made the bounds far too loose). The search visits the
+    cliques one after another, each clique's bidders consecutively, and jumps past the
+    rest of a clique as soon as one of its bidders wins. Cliques with the widest spread
+    of gains come first: deciding them early settles most of the objective.
+    """
+
+    def __init__(self, groups: list[list[Candidate]]) -> None:
+        opts = [_options(g) for g in groups]
+        cores = []
+        for o in opts:
+            core = o[0][1]
+            for t in o:
+                core &= t[1]
+            cores.append(core)
+        cliques: list[list[int]] = []
+        for j in sorted(range(len(opts)), key=lambda j: -opts[j][0][0]):
+            core = cores[j]
+            for clique in cliques if core else ():
+                if all(core & cores[k] for k in clique):
+                    clique.append(j)
+                    break
+            else:
+                cliques.append([j])
+        cliques.sort(key=lambda clique: -max(opts[j][0][0] - opts[j][-1][0] for j in clique))
+        self.seq = [opts[j] for clique in cliques for j in clique]
+        self.bidders = [groups[j][0].bidder for clique in cliques for j in clique]
+        self.end: list[int] = []  # position just past the clique of each position
+        for clique in cliques:
+            self.end.extend([len(self.end) + len(clique)] * len(clique))
+        pool = 0
+        for o in opts:
+            for t in o:
+                pool |= t[1]
+        self.capacity = pool.bit_count()
+
+
+class _Search:
+    """Depth-first branch and bound over the plan's bidders (optionally without one).
+
+    Two upper bounds on what the bidders from position i on can still add, both ignoring
+    a different half of the packing constraints:
+
+    - capacity: ``table[i][f]``, the best gain with at most one winner per clique and at
+      most f GPUs in total (a small knapsack table, computed once per search);
+    - compatibility: per remaining clique, the best entry still disjoint from the GPUs
+      taken and no larger than the free ones.
+    """
+
+    def __init__(self, plan: _Plan, full: _Search | None = None, skip: int | None = None):
+        capacity = plan.capacity
+        if full is None:
+            seq, end = plan.seq, plan.end
+            n = q = len(seq)
+            table: list[list[float]] = [[]] * n + [[0.0] * (capacity + 1)]
+            merged: list[list[_Option]] = [[]] * n
+        else:
+            # Without the bidder at position q: everything after it is unchanged, so its
+            # tables are reused and only positions before q are recomputed.
+            q = plan.bidders.index(skip)
+            seq = plan.seq[:q] + plan.seq[q + 1 :]
+            end = [e - 1 if e > q else e for e in plan.end[:q]] + [e - 1 for e in plan.end[q + 1 :]]
+            n = len(seq)
+            table = [[]] * q + full.table[q + 1 :]
+            merged = [[]] * q + full.merged[q + 1 :]
+        for i in range(q - 1, -1, -1):
+            base = table[end[i]]
+            row = list(table[i + 1])
+            for gain, _, size, _ in seq[i]:
+                for f in range(size, capacity + 1):
+                    value = gain + base[f - size]
+                    if value > row[f]:
+                        row[f] = value
+            table[i] = row
+            if end[i] == i + 1:
+                merged[i] = seq[i]
+            else:  # the rest of the clique from i on, as one bidder
+                merged[i] = sorted(seq[i] + merged[i + 1], key=lambda t: -t[0])
+        self.seq, self.end, self.table, self.merged = seq, end, table, merged
+        self.capacity = capacity
+        self.groups = []  # per position: the merged entry lists of the cliques left
+        for i in range(n):
+            lists = []
+            p = i
+            while p < n:
+                lists.append(merged[p])
+                p = end[p]
+            self.groups.append(lists)
+
+    def run(self, node_limit: int, incumbent: Solution | None) -> Solution | None:
+        seq, end, table, groups = self.seq, self.end, self.table, self.groups
+        n, capacity = len(seq), self.capacity
+        best_value = -1.0
+        best_pick: list[Candidate] = []
+        if incumbent is not None:
+            best_value = incumbent.objective
+            best_pick = list(incumbent.chosen.values())
+        pick: list[Candidate] = []
+        nodes = 0
+
+        def dfs(i: int, used: int, value: float) -> bool:
+            nonlocal best_value, best_pick, nodes
+            if value > best_value + TOLERANCE:
+                best_value = value
+                best_pick = list(pick)
+            while i < n:  # each pass is one node; moving on to i + 1 is "i wins nothing"
+                nodes += 1
+                if nodes > node_limit:
+                    return False
+                free = capacity - used.bit_count()
+                need = best_value + TOLERANCE - value
+                if table[i][free] <= need:
+                    return True
+                reach = 0.0
+                for entries in groups[i]:
+                    for gain, mask, size, _ in entries:
+                        if size <= free and not mask & used:
+                            reach += gain
+                            break
+                if reach <= need:
+                    return True
+                # Most promising first: an entry's gain plus the best the others can still
+                # add with the GPUs it leaves. A good incumbent early makes the bounds bite.
+                after = table[end[i]]
+                options = sorted(
+                    [
+                        (gain + after[free - size], mask, gain, cand)
+                        for gain, mask, size, cand in seq[i]
+                        if size <= free and not mask & used
+                    ],
+                    key=lambda o: -o[0],
+                )
+                for promise, mask, gain, cand in options:
+                    if promise <= best_value + TOLERANCE - value:
+                        break
+                    pick.append(cand)
+                    ok = dfs(end[i], used | mask, value + gain)
+                    pick.pop()
+                    if not ok:
+                        return False
+                i += 1
+            return True
+
+        if not dfs(0, 0, 0.0):
+            return None
+        return Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
 
 
 def _milp(groups: list[list[Candidate]]) -> Solution:

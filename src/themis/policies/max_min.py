@@ -71,11 +71,14 @@ class MaxMinPolicy(Policy):
             progress = False
             for app in below_share():
                 job = queues[app.app_id][0]
-                gpus = self._place(view, job, free, schedule, held, shares)
-                if gpus is None:
+                placed = self._place(view, job, free, schedule, held, shares)
+                if placed is None:
                     queues[app.app_id].pop(0)  # cannot run now; try its next job
                     progress = True
                     continue
+                gpus, preempted = placed
+                for victim in preempted:  # may still run on GPUs nobody below share can use
+                    queues[victim.app.app_id].insert(0, victim)
                 schedule[job] = Assignment(gpus)
                 queues[app.app_id].pop(0)
                 held[app.app_id] += len(gpus)
@@ -106,20 +109,33 @@ class MaxMinPolicy(Policy):
         schedule: Schedule,
         held: dict[str, int],
         shares: dict[str, int],
-    ) -> tuple[int, ...] | None:
-        """GPUs for ``job``, preempting over-share apps' newest jobs if needed."""
+    ) -> tuple[tuple[int, ...], list[JobState]] | None:
+        """GPUs for ``job``, preempting over-share apps' newest jobs if needed.
+
+        Victims are chosen on a copy first: nothing is preempted unless the gang then fits.
+        Returns (GPUs, preempted jobs), or None with nothing changed.
+        """
+        trial_free = set(free)
+        trial_held = dict(held)
+        chosen: list[JobState] = []
         while True:
-            gpus = pack_gang(view.cluster, free, job.gang)
+            gpus = pack_gang(view.cluster, trial_free, job.gang)
             if gpus is not None:
+                for victim in chosen:
+                    free.update(schedule.pop(victim).gpus)
+                    held[victim.app.app_id] -= victim.gang
                 free.difference_update(gpus)
-                return gpus
+                return gpus, chosen
             victims = [
                 j
                 for j in schedule
-                if held[j.app.app_id] - j.gang >= shares[j.app.app_id] and j.app is not job.app
+                if j not in chosen
+                and j.app is not job.app
+                and trial_held[j.app.app_id] - j.gang >= shares[j.app.app_id]
             ]
             if not victims:
                 return None
             victim = max(victims, key=lambda j: (j.started_at or 0.0, j.app.arrival))
-            free.update(schedule.pop(victim).gpus)
-            held[victim.app.app_id] -= victim.gang
+            chosen.append(victim)
+            trial_free.update(schedule[victim].gpus)
+            trial_held[victim.app.app_id] -= victim.gang

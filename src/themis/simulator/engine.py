@@ -86,10 +86,15 @@ class Simulator:
         for spec in sorted(self.workload.apps, key=lambda a: a.arrival):
             self._push(spec.arrival, AppArrival(spec))
         while self._heap:
-            now, _, event = heapq.heappop(self._heap)
-            needs_round = event.handle(self, now)
-            while self._heap and self._heap[0][0] <= now + EPSILON:
-                _, _, event = heapq.heappop(self._heap)
+            first, _, event = heapq.heappop(self._heap)
+            batch = [event]
+            now = first
+            while self._heap and self._heap[0][0] <= first + EPSILON:
+                now, _, event = heapq.heappop(self._heap)
+                batch.append(event)
+            # One instant: handled at its latest time, so nothing happens before it is due.
+            needs_round = False
+            for event in batch:
                 needs_round = event.handle(self, now) or needs_round
             if needs_round and self.active:
                 self._round(now)

@@ -15,9 +15,11 @@ from __future__ import annotations
 import csv
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile
@@ -39,16 +41,29 @@ class TraceJob:
 
 def read_rows(path: Path, source: str) -> list[TraceJob]:
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         raise ThemisError(f"cannot read trace: {exc.strerror}", source=source) from None
     with handle:
+        reader = csv.reader(_decoded_lines(handle, source), skipinitialspace=True)
         try:
-            return _parse(csv.reader(handle, skipinitialspace=True), source)
-        except UnicodeDecodeError:
-            raise ThemisError("not a UTF-8 text file", source=source) from None
+            return _parse(reader, source)
         except csv.Error as exc:
-            raise ThemisError(f"malformed CSV: {exc}", source=source) from None
+            raise ThemisError(
+                f"malformed CSV: {exc}", source=source, line=reader.line_num
+            ) from None
+
+
+def _decoded_lines(handle: BinaryIO, source: str) -> Iterator[str]:
+    """Decode line by line (streaming), so that a byte that is not UTF-8 is reported on its
+    own line; a leading byte-order mark (spreadsheet exports) is dropped."""
+    for number, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ThemisError(
+                f"not UTF-8 text (byte {exc.start + 1} of the line)", source=source, line=number
+            ) from None
 
 
 def _parse(reader: csv.reader, source: str) -> list[TraceJob]:  # type: ignore[valid-type]
