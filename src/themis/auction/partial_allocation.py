@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from themis.auction.bids import Bid
-from themis.auction.solver import Candidate, Solution, gain, solve
+from themis.auction.solver import Candidate, Solution, gain, solve_all
 from themis.errors import ThemisError
 
 #: (app_id, bundle in preference order, how many GPUs it may keep) -> the GPUs it keeps
@@ -123,7 +123,7 @@ def partial_allocation(
     source: str = "auction",
 ) -> AuctionOutcome:
     candidates = build_candidates(bids, free, source)
-    best = solve(candidates)
+    best, without = solve_all(candidates)
     apps: dict[str, AppOutcome] = {}
     granted_all: set[Hashable] = set()
     for b, bid in enumerate(bids):
@@ -132,7 +132,7 @@ def partial_allocation(
             apps[bid.app_id] = AppOutcome((), 1.0, ())
             continue
         bundle = bid.menu[cand.entry].gpus
-        c = hidden_payment_fraction(candidates, best, b)
+        c = payment_fraction(best, without, b)
         keep = round_share(c, len(bundle), rng)
         granted = tuple(trim(bid.app_id, bundle, keep)) if keep else ()
         if len(granted) > keep or not set(granted) <= set(bundle):
@@ -143,16 +143,10 @@ def partial_allocation(
     return AuctionOutcome(apps, leftover, best.objective)
 
 
-def hidden_payment_fraction(
-    candidates: list[list[Candidate]], best: Solution, bidder: int
-) -> float:
+def payment_fraction(best: Solution, without: dict[int, Solution], bidder: int) -> float:
     """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing."""
     cand = best.chosen.get(bidder)
     if cand is None:
         return 1.0
     others_with_i = best.objective - cand.gain
-    rest = {b: c for b, c in best.chosen.items() if b != bidder}
-    others_without_i = solve(
-        candidates, exclude=bidder, incumbent=Solution(others_with_i, rest)
-    ).objective
-    return min(1.0, math.exp(others_with_i - others_without_i))
+    return min(1.0, math.exp(others_with_i - without[bidder].objective))

@@ -175,9 +175,12 @@ class _Search:
       taken and no larger than the free ones.
     """
 
+    table: list[list[float]]  # per position: best gain of the bidders from it on, by GPUs
+    merged: list[list[_Option]]  # per position: entries of the rest of its clique
+
     def __init__(self, plan: _Plan, full: _Search | None = None, skip: int | None = None):
         capacity = plan.capacity
-        if full is None:
+        if full is None or skip is None:
             seq, end = plan.seq, plan.end
             n = q = len(seq)
             table: list[list[float]] = [[]] * n + [[0.0] * (capacity + 1)]
@@ -206,7 +209,8 @@ class _Search:
                 merged[i] = sorted(seq[i] + merged[i + 1], key=lambda t: -t[0])
         self.seq, self.end, self.table, self.merged = seq, end, table, merged
         self.capacity = capacity
-        self.groups = []  # per position: the merged entry lists of the cliques left
+        # per position: the merged entry lists of the cliques left
+        self.groups: list[list[list[_Option]]] = []
         for i in range(n):
             lists = []
             p = i
