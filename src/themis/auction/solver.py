@@ -49,7 +49,7 @@ class Solution:
 def solve(
     candidates: list[list[Candidate]],
     exclude: int | None = None,
-    node_limit: int = 20_000,
+    node_limit: int = 5_000,
     incumbent: Solution | None = None,
 ) -> Solution:
     """Maximise total gain; ``candidates[i]`` is bidder i's entries (gain > 0 only).
@@ -68,7 +68,7 @@ def solve(
 
 
 def solve_all(
-    candidates: list[list[Candidate]], node_limit: int = 20_000
+    candidates: list[list[Candidate]], node_limit: int = 5_000
 ) -> tuple[Solution, dict[int, Solution]]:
     """The optimum, and for each of its winners i the optimum without bidder i.
 
@@ -85,7 +85,9 @@ def solve_all(
     full = _Search(plan)
     best = full.run(node_limit, None)
     if best is None:
+        # Too large for branch and bound: the re-solves are as hard, so skip to HiGHS.
         best = _milp(groups)
+        node_limit = 0
     without: dict[int, Solution] = {}
     for bidder, cand in best.chosen.items():
         rest = {b: c for b, c in best.chosen.items() if b != bidder}
@@ -94,7 +96,7 @@ def solve_all(
             without[bidder] = Solution(0.0, {})
             continue
         incumbent = Solution(best.objective - cand.gain, rest)
-        result = _Search(plan, full, bidder).run(node_limit, incumbent)
+        result = _Search(plan, full, bidder).run(node_limit, incumbent) if node_limit else None
         without[bidder] = _milp(others) if result is None else result
     return best, without
 
