@@ -114,7 +114,7 @@ def _bad_trace(tmp_path: Path, rows: list[str], header: str = HEADER) -> Path:
 def test_malformed_row_names_file_and_line(cli, tmp_path: Path) -> None:
     trace = _bad_trace(tmp_path, [TINY_ROWS[0], "1, j2, 2018-06-16 04:52:49, 1800.0"])
     result = cli("simulate", "--trace", trace, "--cluster", "1x1x4", "--out", tmp_path / "o")
-    assert_one_line_error(result, f"{trace}:3", "expected 5 fields, got 4")
+    assert_one_line_error(result, f"{trace}:3", "field 'num-gpus': expected 5 fields, got 4")
 
 
 def test_unknown_model_names_file_line_and_field(cli, tmp_path: Path) -> None:

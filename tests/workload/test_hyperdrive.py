@@ -196,8 +196,8 @@ def test_model_column(tmp_path: Path) -> None:
 
 BAD_CASES = [
     # (name, file text, line, field, words the message must contain)
-    ("field count", HEADER + ROW1 + "1, j2, 2018-06-16 04:51:49, 100.0\n", 3, None, "fields"),
-    ("too many", HEADER + "1, j2, 2018-06-16 04:51:49, 1, 1, 1\n", 2, None, "fields"),
+    ("field count", HEADER + ROW1 + "1, j2, 2018-06-16 04:51:49, 100.0\n", 3, "num-gpus", "fields"),
+    ("too many", HEADER + "1, j2, 2018-06-16 04:51:49, 1, 1, 1\n", 2, "after num-gpus", "fields"),
     ("start", HEADER + ROW1 + "1, j2, 2018-13-16 04:51:49, 1, 1\n", 3, "start-time", "2018-13"),
     ("start text", HEADER + "1, j2, yesterday, 1, 1\n", 2, "start-time", "yesterday"),
     ("run nan", HEADER + ROW1 + "1, j2, 2018-06-16 04:51:49, abc, 1\n", 3, "run-time", "abc"),

@@ -92,8 +92,13 @@ def _parse(reader: csv.reader, source: str) -> list[TraceJob]:  # type: ignore[v
         if not values or all(not v.strip() for v in values):
             raise ThemisError("blank row", source=source, line=line)
         if len(values) != len(header):
+            # Name the first column the row does not line up with.
+            missing = header[len(values)] if len(values) < len(header) else f"after {header[-1]}"
             raise ThemisError(
-                f"expected {len(header)} fields, got {len(values)}", source=source, line=line
+                f"expected {len(header)} fields, got {len(values)}",
+                source=source,
+                line=line,
+                field=missing,
             )
 
         def cell(name: str, _values: list[str] = values) -> str:
