@@ -3,8 +3,9 @@
 A menu lists, for a thinned set of useful sizes, bundles the app scheduler would really
 use: it walks the app's jobs (those whose leases end now first, on their own GPUs, then
 waiting ones longest remaining first), packs each gang into the offer on the best span,
-and offers prefixes of that chain. Two chains that prefer opposite ends of the cluster give
-the auction disjoint alternatives when several apps want the same best machines.
+and offers prefixes of that chain. The arbiter hands each bidder the offer in its own
+order (see ``OrderedPacker``), so that different bidders' small bundles are disjoint and
+several of them can win in one auction.
 """
 
 from __future__ import annotations
@@ -53,24 +54,17 @@ class Agent:
         """The app's bid for ``offer`` while it keeps ``kept``.
 
         ``offer`` is in the order the arbiter prefers this bidder to take GPUs in (each
-        bidder's starts elsewhere); one chain walks it forwards, one backwards from the same
-        start. ``renewable`` are the app's jobs whose leases end now: bundles list their
-        current GPUs first, so winning them back continues those jobs without a restart."""
+        bidder's starts elsewhere); the chain walks it in that order. ``renewable`` are the
+        app's jobs whose leases end now: bundles list their current GPUs first, so winning
+        them back continues those jobs without a restart."""
         remaining = self.app.remaining_by_gang(now)
         rho_none = self._rho(now, n_avg, remaining, self.cluster.shape_of(kept))
         entries: list[MenuEntry] = []
-        seen: set[frozenset[int]] = set()
         self._cuts = {}
-        offer = list(offer)
-        for preference in (offer,):
-            chain = self._chain(now, kept, preference, renewable)
-            for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):
-                key = frozenset(bundle)
-                if key in seen:
-                    continue
-                seen.add(key)
-                self._cuts[bundle] = cuts
-                entries.append(MenuEntry(bundle, self._rho(now, n_avg, remaining, shape)))
+        chain = self._chain(now, kept, offer, renewable)
+        for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):  # distinct: nested
+            self._cuts[bundle] = cuts
+            entries.append(MenuEntry(bundle, self._rho(now, n_avg, remaining, shape)))
         if len(entries) > self.max_menu:
             # Thin evenly over sizes, always keeping the largest bundle.
             entries.sort(key=lambda e: (len(e.gpus), e.rho))

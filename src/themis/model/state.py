@@ -9,7 +9,6 @@ the mechanism (simulator or runtime) applies a schedule.
 from __future__ import annotations
 
 from themis.fairness.ftf import GangWork
-from themis.model.cluster import Cluster
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
 
@@ -184,7 +183,3 @@ class AppState:
                     entry[1] = rem
                 entry[2] += 1
         return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items()}
-
-
-def job_speed(profile: ModelProfile, cluster: Cluster, gpus: tuple[int, ...]) -> float:
-    return profile.speed(len(gpus), cluster.span(gpus))
