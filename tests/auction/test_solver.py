@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
 from themis.auction.partial_allocation import build_candidates
 from themis.auction.solver import Solution, _milp, solve
@@ -49,20 +48,6 @@ def _check_solution(bids: list[Bid], free: list, sol: Solution) -> None:
             got = objective_of([bid], {bid.app_id: alloc[bid.app_id]})
             want = objective_of([bid], {bid.app_id: oracle.allocation[bid.app_id]})
             assert got == pytest.approx(want, abs=1e-9)
-
-
-@pytest.fixture
-def milp_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count calls of the HiGHS path, so a test knows which solver actually answered."""
-    calls: list[int] = []
-    real = solver._milp
-
-    def spy(groups):
-        calls.append(len(groups))
-        return real(groups)
-
-    monkeypatch.setattr(solver, "_milp", spy)
-    return calls
 
 
 def test_branch_and_bound_matches_brute_force(milp_calls: list[int]) -> None:

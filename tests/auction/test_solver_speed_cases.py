@@ -13,7 +13,6 @@ from collections.abc import Hashable, Sequence
 
 import pytest
 
-from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
 from themis.auction.partial_allocation import build_candidates
 from themis.auction.solver import Solution, solve, solve_all
@@ -73,15 +72,8 @@ def test_solve_all_matches_brute_force_on_chain_auctions() -> None:
         _check_all(*_chain_auction(random.Random(seed)))
 
 
-def test_solve_all_falls_back_to_highs(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    real = solver._milp
-
-    def spy(groups):
-        calls.append(len(groups))
-        return real(groups)
-
-    monkeypatch.setattr(solver, "_milp", spy)
+def test_solve_all_falls_back_to_highs(milp_calls: list[int]) -> None:
+    calls = milp_calls
     for seed in range(40):
         bids, free = _chain_auction(random.Random(seed))
         candidates = build_candidates(bids, free)
