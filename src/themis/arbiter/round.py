@@ -1,6 +1,7 @@
 """One round of the Themis arbiter (DESIGN §5): the mechanism, step by step.
 
-1. visibility: every active app with unmet demand reports its rho with what it keeps;
+1. visibility: every active app with unmet demand reports its rho with what it holds now
+   (leases ending in this round included; its bid's "nothing" is what it keeps);
 2. offer: the worst ``ceil((1 - f) n)`` of them (at least one) are offered the free GPUs;
 3. bids: each offered agent returns a menu of bundles with the rho each would give;
 4. Partial Allocation picks the proportional-fair bundles and keeps hidden payments;
