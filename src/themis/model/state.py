@@ -113,14 +113,14 @@ class AppState:
         self._idle: list[JobState] = []
         self._running: list[JobState] = []
         self._idle_work: dict[int, tuple[float, float, int]] = {}
+        self._held: tuple[int, ...] = ()
         self._demand = 0
 
     def touch(self) -> None:
         self.version += 1
 
     def _refresh(self) -> None:
-        if self._cached_version == self.version:
-            return
+        # Callers test the version first: this runs millions of times per simulation.
         live = [j for j in self.jobs if j.finished_at is None]
         self._running = [j for j in live if j.gpus]
         idle = [j for j in live if not j.gpus]
@@ -136,7 +136,8 @@ class AppState:
                 entry[0] += rem
                 entry[2] += 1  # idle is sorted: the first seen is the longest
         self._idle_work = {g: (v[0], v[1], int(v[2])) for g, v in work.items()}
-        self._demand = sum(j.gang for j in live)
+        self._demand = sum(j.spec.gang for j in live)
+        self._held = tuple(g for j in self._running for g in j.gpus)
         self._cached_version = self.version
 
     @property
@@ -151,26 +152,32 @@ class AppState:
         return [j for j in self.jobs if j.finished_at is None]
 
     def running_jobs(self) -> list[JobState]:
-        self._refresh()
+        if self._cached_version != self.version:
+            self._refresh()
         return list(self._running)
 
     def idle_jobs(self) -> list[JobState]:
         """Live jobs holding no GPUs, longest remaining first (ties: submission order)."""
-        self._refresh()
+        if self._cached_version != self.version:
+            self._refresh()
         return list(self._idle)
 
     def demand(self) -> int:
         """GPUs its live jobs could use at once."""
-        self._refresh()
+        if self._cached_version != self.version:
+            self._refresh()
         return self._demand
 
-    def held(self) -> list[int]:
-        self._refresh()
-        return [g for j in self._running for g in j.gpus]
+    def held(self) -> tuple[int, ...]:
+        """GPUs its running jobs hold."""
+        if self._cached_version != self.version:
+            self._refresh()
+        return self._held
 
     def remaining_by_gang(self, t: float) -> dict[int, GangWork]:
         """Live jobs' remaining iterations at time ``t``, grouped by gang size."""
-        self._refresh()
+        if self._cached_version != self.version:
+            self._refresh()
         acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
         for job in self._running:
             rem = job.remaining_at(t)

@@ -43,14 +43,14 @@ class SchedulingView:
     apps: Sequence[AppState]
     n_avg: Callable[[AppState], float]
     window: float = 0.0
-    _busy: set[int] = field(default_factory=set, init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._busy = {g for app in self.apps for g in app.held()}
+    _busy: set[int] | None = field(default=None, init=False, repr=False)
 
     def free_gpus(self) -> list[int]:
         """GPUs no running job holds."""
-        return [g.id for g in self.cluster.gpus if g.id not in self._busy]
+        if self._busy is None:  # computed on first use: not every policy asks
+            self._busy = {g for app in self.apps for g in app.held()}
+        busy = self._busy
+        return [g.id for g in self.cluster.gpus if g.id not in busy]
 
     def ending(self, job: JobState) -> bool:
         """Whether ``job``'s grant ends in this round."""
