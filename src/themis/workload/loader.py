@@ -1,18 +1,23 @@
-"""Turn a trace into a :class:`Workload`: find the file, read it, place arrivals.
+"""Turn a trace into a :class:`Workload`: find the file, tell its format, read it, form
+apps, give them models, place their arrivals.
 
-Arrivals (``--arrivals``):
+Arrivals (``--arrivals``; the default depends on the format):
 
-- ``trace``: each app arrives when its first job started in the trace. The HyperDrive
-  trace spreads 19,590 GPU-hours over 63 days, about 20% of a 64-GPU cluster: no
-  contention, so every policy looks alike.
-- ``interval`` (default): apps arrive one every ``app_interval`` seconds in trace order,
-  each job keeping its run time, as the paper's authors replayed it. The default interval
-  makes the default 64-GPU cluster contended (see ``DEFAULT_APP_INTERVAL``).
+- ``trace``: each app arrives when its first job was submitted (started, for HyperDrive)
+  in the trace, counted from the trace's first; a themis file's arrivals are used as
+  written. The default for every format but HyperDrive.
+- ``interval``: apps arrive one every ``app_interval`` seconds in trace order, each job
+  keeping its run time, as the paper's authors replayed HyperDrive; the default for
+  HyperDrive. The HyperDrive trace spreads 19,590 GPU-hours over 63 days, about 20% of a
+  64-GPU cluster: replayed at trace times there is no contention and every policy looks
+  alike. The default interval makes the default 64-GPU cluster contended
+  (``DEFAULT_APP_INTERVAL``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -20,7 +25,12 @@ from pathlib import Path
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile, load_profiles
 from themis.model.workload import AppSpec, JobSpec, Workload
-from themis.workload.hyperdrive import assign_models, read_rows
+from themis.workload import gavel, helios, hyperdrive, pai, philly, tiresias
+from themis.workload.formats import TraceFormat, detect_format, parse_format
+from themis.workload.grouping import DEFAULT_APP_GAP, Grouping, group_jobs
+from themis.workload.models import ModelResolver
+from themis.workload.native import NativeRead, read_native
+from themis.workload.records import TraceJob, TraceRead
 
 #: Seconds between app arrivals in ``interval`` mode: with the HyperDrive trace on 64 GPUs
 #: this offers about 1.4 GPU-seconds of work per GPU-second while apps arrive.
@@ -28,10 +38,28 @@ DEFAULT_APP_INTERVAL = 9000.0
 
 BUNDLED_TRACES = {"hyperdrive": "philly_hyperdrive_workload.csv"}
 
+#: The reader of each foreign format (the own format has its own path, ``native``).
+READERS: dict[TraceFormat, Callable[[Path, str], TraceRead]] = {
+    TraceFormat.HYPERDRIVE: hyperdrive.read,
+    TraceFormat.PHILLY: philly.read,
+    TraceFormat.GAVEL: gavel.read,
+    TraceFormat.TIRESIAS: tiresias.read,
+    TraceFormat.PAI: pai.read,
+    TraceFormat.HELIOS: helios.read,
+}
+
+#: The field that names a job's model, per format, for error messages.
+_MODEL_FIELD = {TraceFormat.GAVEL: "job_type", TraceFormat.TIRESIAS: "model_name"}
+
 
 class ArrivalMode(StrEnum):
     TRACE = "trace"
     INTERVAL = "interval"
+
+
+def default_arrivals(fmt: TraceFormat) -> ArrivalMode:
+    """How a format's apps arrive unless told otherwise (see the module docstring)."""
+    return ArrivalMode.INTERVAL if fmt is TraceFormat.HYPERDRIVE else ArrivalMode.TRACE
 
 
 def resolve_trace(name_or_path: str) -> tuple[Path, str]:
@@ -45,54 +73,203 @@ def resolve_trace(name_or_path: str) -> tuple[Path, str]:
         raise ThemisError(
             f"no such trace file or bundled trace (bundled: {known})", source=name_or_path
         )
-    if path.is_dir():
-        raise ThemisError("is a directory, expected a trace file", source=name_or_path)
     return path, name_or_path
 
 
-def load_workload(
-    trace: str = "hyperdrive",
-    *,
-    profiles: dict[str, ModelProfile] | None = None,
-    seed: int = 0,
-    arrivals: ArrivalMode | str = ArrivalMode.INTERVAL,
-    app_interval: float = DEFAULT_APP_INTERVAL,
-) -> Workload:
-    profiles = profiles if profiles is not None else load_profiles()
+def trace_format(trace: str, fmt: str | TraceFormat | None = None) -> TraceFormat:
+    """The format of ``trace``: ``fmt`` when given, else detected from the file."""
+    if fmt is not None:
+        return parse_format(str(fmt))
+    if trace in BUNDLED_TRACES:
+        return TraceFormat.HYPERDRIVE
+    path, source = resolve_trace(trace)
+    return detect_format(path, source)
+
+
+def _arrival_mode(arrivals: ArrivalMode | str | None, fmt: TraceFormat) -> ArrivalMode:
+    if arrivals is None:
+        return default_arrivals(fmt)
     try:
-        mode = ArrivalMode(arrivals)
+        return ArrivalMode(arrivals)
     except ValueError:
         known = ", ".join(m.value for m in ArrivalMode)
         raise ThemisError(
             f"unknown arrival mode '{arrivals}' (known: {known})", field="--arrivals"
         ) from None
+
+
+def load_workload(
+    trace: str = "hyperdrive",
+    *,
+    format: str | TraceFormat | None = None,
+    profiles: dict[str, ModelProfile] | None = None,
+    gpu_types: dict[str, dict[str, float]] | None = None,
+    seed: int = 0,
+    arrivals: ArrivalMode | str | None = None,
+    app_interval: float = DEFAULT_APP_INTERVAL,
+    app_gap: float = DEFAULT_APP_GAP,
+) -> Workload:
+    """Read ``trace`` (a bundled name or a path, of any format) into a workload.
+
+    ``profiles``: the models apps may use (default: the bundled ones); ``gpu_types``: the
+    per-GPU-type speeds of a profiles file, carried in the notes; ``seed``: of the model
+    draws; ``arrivals``: ``trace`` or ``interval`` (None: the format's default);
+    ``app_gap``: seconds of silence that end a user's app (session-grouped formats).
+    """
+    profiles = profiles if profiles is not None else load_profiles()
+    fmt = trace_format(trace, format)
+    mode = _arrival_mode(arrivals, fmt)
     if mode is ArrivalMode.INTERVAL and not (math.isfinite(app_interval) and app_interval >= 0):
         raise ThemisError(
             f"must be a finite number of seconds >= 0, got {app_interval}", field="--app-interval"
         )
+    if not (math.isfinite(app_gap) and app_gap >= 0):
+        raise ThemisError(
+            f"must be a finite number of seconds >= 0, got {app_gap}", field="--app-gap"
+        )
     path, source = resolve_trace(trace)
-    rows = read_rows(path, source)
-    first_start: dict[str, object] = {}
-    jobs: dict[str, list] = {}
-    for row in rows:
-        jobs.setdefault(row.experiment, []).append(row)
-        if row.experiment not in first_start or row.start < first_start[row.experiment]:  # type: ignore[operator]
-            first_start[row.experiment] = row.start
-    order = sorted(jobs, key=lambda e: (first_start[e], list(jobs).index(e)))  # type: ignore[arg-type,return-value]
-    models = assign_models(rows, order, profiles, seed, source)
-    origin = min(first_start.values())  # type: ignore[type-var]
+    if path.is_dir() and fmt is not TraceFormat.PAI:
+        raise ThemisError("is a directory, expected a trace file", source=source)
+    notes: dict[str, object] = {"format": fmt.value, "arrivals": mode.value, "seed": seed}
+    if mode is ArrivalMode.INTERVAL:
+        notes["app_interval_s"] = app_interval
+    if fmt is TraceFormat.THEMIS:
+        native = read_native(path, source)
+        apps, used = _native_apps(native, profiles, seed, mode, app_interval, source, notes)
+        merged_types = {**(gpu_types or {}), **native.gpu_types}
+    else:
+        read = READERS[fmt](path, source)
+        apps, used = _foreign_apps(read, fmt, profiles, seed, mode, app_interval, app_gap, source)
+        notes.update(_read_notes(read, app_gap))
+        merged_types = dict(gpu_types or {})
+    notes["models"] = used.notes()
+    if merged_types:
+        notes["gpu_types"] = merged_types
+    return Workload(tuple(apps), used.profiles, source, notes)
+
+
+def _read_notes(read: TraceRead, app_gap: float) -> dict[str, object]:
+    notes: dict[str, object] = {"grouping": read.grouping.value}
+    if read.grouping is Grouping.SESSION:
+        notes["app_gap_s"] = app_gap
+    if read.exclusions.total:
+        notes["excluded"] = dict(read.exclusions.counts)
+        notes["excluded_first_line"] = dict(read.exclusions.first_line)
+    if read.ignored_columns:
+        notes["ignored_columns"] = list(read.ignored_columns)
+    return notes
+
+
+def _foreign_apps(
+    read: TraceRead,
+    fmt: TraceFormat,
+    profiles: dict[str, ModelProfile],
+    seed: int,
+    mode: ArrivalMode,
+    app_interval: float,
+    app_gap: float,
+    source: str,
+) -> tuple[list[AppSpec], ModelResolver]:
+    jobs = list(read.jobs)  # reads the file; exclusions are complete after this
+    if not jobs:
+        raise ThemisError(
+            f"no simulable jobs: every row is excluded ({read.exclusions.describe()})",
+            source=source,
+        )
+    resolver = ModelResolver(profiles, seed)
+    field = _MODEL_FIELD.get(fmt, "model")
+    if read.strict_models:
+        for job in jobs:
+            if job.model is not None and not resolver.known(job.model):
+                raise ThemisError(
+                    f"unknown model '{job.model}' (known: {', '.join(resolver.names)})",
+                    source=source,
+                    line=job.line,
+                    field=field,
+                )
+    groups = group_jobs(jobs, read.grouping, app_gap)
+    origin = min(job.submit for job in jobs)
     apps = []
-    for k, experiment in enumerate(order):
-        tpi = profiles[models[experiment]].time_per_iteration
+    for k, (app_id, members) in enumerate(groups):
+        model = _app_model(app_id, members, resolver, read.strict_models, source, field)
+        tpi = profiles[model].time_per_iteration
         if mode is ArrivalMode.TRACE:
-            arrival = (first_start[experiment] - origin).total_seconds()  # type: ignore[operator]
+            arrival = min(j.submit for j in members) - origin
         else:
             arrival = k * app_interval
         specs = tuple(
-            JobSpec(r.job_id, r.gpus, r.run_time * r.gpus / tpi, r.line) for r in jobs[experiment]
+            JobSpec(
+                j.job_id,
+                j.gang,
+                j.iterations if j.iterations is not None else j.seconds * j.gang / tpi,  # type: ignore[operator]
+                j.line,
+            )
+            for j in members
         )
-        apps.append(AppSpec(experiment, float(arrival), models[experiment], specs))
-    notes = {"arrivals": mode.value, "seed": seed}
-    if mode is ArrivalMode.INTERVAL:
-        notes["app_interval_s"] = app_interval
-    return Workload(tuple(apps), profiles, source, notes)
+        apps.append(AppSpec(app_id, float(arrival), model, specs))
+    return apps, resolver
+
+
+def _app_model(
+    app_id: str,
+    members: list[TraceJob],
+    resolver: ModelResolver,
+    strict: bool,
+    source: str,
+    field: str,
+) -> str:
+    named = [j for j in members if j.model is not None]
+    if not named:
+        return resolver.draw()
+    first = named[0]
+    for job in named[1:]:
+        if job.model != first.model:
+            raise ThemisError(
+                f"app {app_id} mixes models {first.model} and {job.model}",
+                source=source,
+                line=job.line,
+                field=field,
+            )
+    return first.model if strict else resolver.foreign(first.model)  # type: ignore[return-value,arg-type]
+
+
+def _native_apps(
+    native: NativeRead,
+    base: dict[str, ModelProfile],
+    seed: int,
+    mode: ArrivalMode,
+    app_interval: float,
+    source: str,
+    notes: dict[str, object],
+) -> tuple[list[AppSpec], ModelResolver]:
+    profiles = {**base, **native.profiles}
+    resolver = ModelResolver(profiles, seed)
+    if native.source_note is not None:
+        notes["from"] = native.source_note
+    apps = []
+    order = sorted(native.apps, key=lambda a: (a.arrival, a.index))
+    for k, app in enumerate(order):
+        if app.model is None:
+            model = resolver.draw()
+        elif app.model in profiles:
+            model = app.model
+        else:
+            raise ThemisError(
+                f"unknown model '{app.model}' (known: {', '.join(resolver.names)})",
+                source=source,
+                line=app.model_line,
+                field=f"apps[{app.index}].model",
+            )
+        tpi = profiles[model].time_per_iteration
+        specs = tuple(
+            JobSpec(
+                j.job_id,
+                j.gpus,
+                j.iterations if j.iterations is not None else j.duration * j.gpus / tpi,  # type: ignore[operator]
+                j.line,
+            )
+            for j in app.jobs
+        )
+        arrival = app.arrival if mode is ArrivalMode.TRACE else k * app_interval
+        apps.append(AppSpec(app.app_id, float(arrival), model, specs))
+    return apps, resolver
