@@ -16,11 +16,18 @@ import click
 from themis.cli import defaults
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
-from themis.model.profiles import load_profiles
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.simulator.engine import check_fits
-from themis.workload import ArrivalMode, load_workload
+from themis.workload import (
+    DEFAULT_APP_GAP,
+    ArrivalMode,
+    default_arrivals,
+    load_workload,
+    trace_format,
+)
+from themis.workload.formats import format_names
+from themis.workload.profiles_file import load_profiles_file
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,8 @@ class RunConfig:
     arrivals: str
     app_interval_s: float
     profiles: str | None
+    format: str = "hyperdrive"
+    app_gap_s: float = DEFAULT_APP_GAP
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
@@ -43,6 +52,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "trace": self.trace,
+            "format": self.format,
             "cluster": self.cluster,
             "fairness_knob": self.fairness_knob,
             "lease_s": self.lease_s,
@@ -53,7 +63,42 @@ class RunConfig:
         }
         if self.arrivals == ArrivalMode.INTERVAL.value:
             out["app_interval_s"] = self.app_interval_s
+        out["app_gap_s"] = self.app_gap_s
         return out
+
+
+def trace_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """The options that say how to read a trace besides its path (shared with
+    ``themis trace``): its format and the app-grouping gap."""
+    return [
+        click.option(
+            "--format",
+            "trace_format_name",
+            type=click.Choice(format_names()),
+            default=None,
+            help="Trace format  [default: detected from the file]",
+        ),
+        click.option(
+            "--app-gap",
+            type=float,
+            default=DEFAULT_APP_GAP,
+            show_default=True,
+            metavar="SECONDS",
+            help="Traces with users only (Philly, Helios, PAI): a pause longer than this "
+            "between a user's submissions starts a new app.",
+        ),
+    ]
+
+
+def arrivals_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--arrivals",
+        type=click.Choice([m.value for m in ArrivalMode]),
+        default=None,
+        help="Apps arrive every --app-interval seconds, or at their trace times  "
+        "[default: interval for the HyperDrive trace, as the paper replayed it; trace "
+        "for every other format]",
+    )
 
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -64,8 +109,10 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=defaults.TRACE,
             show_default=True,
             metavar="NAME|PATH",
-            help="A bundled trace by name, or a HyperDrive-format CSV file.",
+            help="A bundled trace by name, or a trace file of any format themis reads "
+            "(themis, HyperDrive, Philly, Gavel, Tiresias, PAI, Helios; docs/traces.md).",
         ),
+        *trace_options(),
         click.option(
             "--cluster",
             default=defaults.CLUSTER,
@@ -104,13 +151,7 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Seed of the model draw and the policy's random choices.",
         ),
-        click.option(
-            "--arrivals",
-            type=click.Choice([m.value for m in ArrivalMode]),
-            default=defaults.ARRIVALS,
-            show_default=True,
-            help="Apps arrive every --app-interval seconds, or at their trace start times.",
-        ),
+        arrivals_option(),
         click.option(
             "--app-interval",
             type=float,
@@ -139,11 +180,14 @@ def make_config(
     lease: float,
     batch_window: float,
     seed: int,
-    arrivals: str,
+    arrivals: str | None,
     app_interval: float,
     profiles: str | None,
+    trace_format_name: str | None = None,
+    app_gap: float = DEFAULT_APP_GAP,
 ) -> RunConfig:
-    """Check the shared options and bundle them."""
+    """Check the shared options and bundle them; the trace's format is told (from
+    ``--format`` or the file) and the arrival mode resolved to the format's default."""
     if not 0 <= fairness_knob < 1:
         raise ThemisError(f"must be in [0, 1), got {fairness_knob}", field="--fairness-knob")
     if not (math.isfinite(lease) and lease > 0):
@@ -156,8 +200,22 @@ def make_config(
         raise ThemisError(
             f"must be a number of seconds >= 0, got {app_interval}", field="--app-interval"
         )
+    if not (math.isfinite(app_gap) and app_gap >= 0):
+        raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
+    fmt = trace_format(trace, trace_format_name)
+    mode = arrivals if arrivals is not None else default_arrivals(fmt).value
     return RunConfig(
-        trace, cluster, fairness_knob, lease, batch_window, seed, arrivals, app_interval, profiles
+        trace,
+        cluster,
+        fairness_knob,
+        lease,
+        batch_window,
+        seed,
+        mode,
+        app_interval,
+        profiles,
+        fmt.value,
+        app_gap,
     )
 
 
@@ -171,13 +229,16 @@ def check_policies(names: list[str], flag: str) -> None:
 def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
     """The cluster and the workload, checked against each other before any run starts."""
     cluster = Cluster.from_spec(config.cluster)
-    profiles = load_profiles(config.profiles) if config.profiles is not None else None
+    profiles, gpu_types = load_profiles_file(config.profiles)
     workload = load_workload(
         config.trace,
+        format=config.format,
         profiles=profiles,
+        gpu_types=gpu_types,
         seed=config.seed,
         arrivals=config.arrivals,
         app_interval=config.app_interval_s,
+        app_gap=config.app_gap_s,
     )
     check_fits(workload, cluster)
     return workload, cluster
@@ -191,8 +252,13 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when = f"one every {config.app_interval_s:g} s"
     else:
         when = "at trace times"
-    return (
+    line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )
+    excluded = workload.notes.get("excluded")
+    if isinstance(excluded, dict) and excluded:
+        reasons = ", ".join(f"{reason} {count:,}" for reason, count in excluded.items())
+        line += f"; {sum(excluded.values()):,} trace rows not simulable ({reasons})"
+    return line
