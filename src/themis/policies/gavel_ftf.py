@@ -1,0 +1,155 @@
+"""Gavel's finish-time fairness (Narayanan et al., OSDI 2020), the centralized program peers
+call "Themis": each round, time shares that minimize the maximum rho, then Gavel's rounds.
+
+Every call (arrival, job end, round end) the program (``_ftf_program``) is solved afresh
+from the apps' current progress, with Themis's own rho, so the two policies are judged by
+one yardstick. Rounds are global and ``lease`` seconds long: every grant ends at the round
+end, and only then are running jobs preempted. Between round ends, GPUs that free up go to
+the apps furthest behind their shares at once (work conservation). At a round end every GPU
+is up for grabs and the deficit mechanism (``_gavel_rounds``) picks the jobs; an app's GPUs
+go to its jobs in its app scheduler's order (jobs it already runs first, on their own GPUs,
+then the longest remaining), and gangs are packed on the best span free (``Packer``).
+
+Rho, and so the shares, are per app, as in Themis: the app, not the trial, is what should
+finish fairly. See docs/policies/gavel_ftf.md for the program, the mechanism, and what
+differs from Gavel and from Themis.
+"""
+
+from __future__ import annotations
+
+from themis.model.cluster import Cluster
+from themis.model.placement import Packer
+from themis.model.state import AppState, JobState
+from themis.policies._ftf_program import FtfAllocation, app_load, solve
+from themis.policies._gavel_rounds import Claim, DeficitLedger, pick_jobs
+from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.registry import register
+
+
+@register
+class GavelFtfPolicy(Policy):
+    name = "gavel-ftf"
+    description = "Gavel's finish-time fairness: min-max rho time shares (HiGHS), rounds"
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        if options.lease <= 0:
+            raise ValueError("the round length (lease) must be > 0 seconds")
+        self._ledger = DeficitLedger(options.lease)
+        self._cluster: Cluster | None = None
+        self._gangs: dict[str, int] = {}  # largest gang of each app seen (its deficit bound)
+        #: The last call's program answer, by app id (for explanations and tests).
+        self.last_shares: dict[str, float] = {}
+        self.last_allocation: FtfAllocation | None = None
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        now = view.now
+        if self._cluster is not view.cluster or (
+            self._ledger.now is not None and now < self._ledger.now
+        ):  # a new run: nothing carries over
+            self._cluster = view.cluster
+            self._ledger = DeficitLedger(self.options.lease)
+            self._gangs = {}
+        apps = list(view.apps)
+        self._ledger.advance(now, {a.app_id: self._largest_gang(a) for a in apps})
+        shares = self._shares(view, apps)
+
+        # Grants that do not end now stay; the rest, with the free GPUs, are up for grabs.
+        schedule: Schedule = {}
+        pool = set(view.free_gpus())
+        renewable: dict[str, list[JobState]] = {}
+        held: dict[str, int] = {}
+        round_end: float | None = None
+        for app in apps:
+            held[app.app_id] = 0
+            renewable[app.app_id] = []
+            for job in app.running_jobs():
+                if view.ending(job):
+                    pool.update(job.gpus)
+                    renewable[app.app_id].append(job)
+                else:
+                    schedule[job] = Assignment(job.gpus, job.until)
+                    held[app.app_id] += job.gang
+                    if job.until is not None:
+                        round_end = job.until if round_end is None else max(round_end, job.until)
+        if round_end is None:  # a new round starts now
+            round_end = now + self.options.lease
+
+        if pool:
+            claims = [
+                Claim(
+                    (app.arrival, app.app_id),
+                    self._ledger.claim(app.app_id, shares[app.app_id]),
+                    held[app.app_id],
+                    _queue(app, renewable[app.app_id], now),
+                )
+                for app in apps
+            ]
+            chosen = pick_jobs(claims, len(pool))
+            for job, gpus in _place(view.cluster, pool, chosen).items():
+                schedule[job] = Assignment(gpus, round_end)
+                held[job.app.app_id] += job.gang
+        self._ledger.record(shares, held)
+        return schedule
+
+    def _largest_gang(self, app: AppState) -> int:
+        gang = self._gangs.get(app.app_id)
+        if gang is None:
+            gang = self._gangs[app.app_id] = max((j.gang for j in app.jobs), default=1)
+        return gang
+
+    def _shares(self, view: SchedulingView, apps: list[AppState]) -> dict[str, float]:
+        """Each active app's time share (GPUs) from the program; 0 for an app with nothing
+        left to run (its jobs end now)."""
+        now = view.now
+        loads = []
+        ids = []
+        for app in apps:
+            load = app_load(
+                app.profile,
+                app.remaining_by_gang(now),
+                view.cluster.shape,
+                now - app.arrival,
+                app.t_cluster * view.n_avg(app),
+            )
+            if load is not None:
+                loads.append(load)
+                ids.append(app.app_id)
+        shares = {a.app_id: 0.0 for a in apps}
+        self.last_allocation = None
+        if loads:
+            allocation = solve(loads, float(view.cluster.size))
+            shares.update(zip(ids, allocation.shares, strict=True))
+            self.last_allocation = allocation
+        self.last_shares = dict(shares)
+        return shares
+
+
+def _queue(app: AppState, renewable: list[JobState], now: float) -> list[JobState]:
+    """The app scheduler's order (as Themis's agent walks it): jobs whose grant ends now,
+    longest remaining first, so that they continue on their own GPUs; then waiting jobs,
+    longest remaining first."""
+    renew = sorted(renewable, key=lambda j: -j.remaining_at(now))
+    return renew + app.idle_jobs()
+
+
+def _place(
+    cluster: Cluster, pool: set[int], jobs: list[JobState]
+) -> dict[JobState, tuple[int, ...]]:
+    """GPUs for the chosen jobs out of ``pool``: continuing jobs keep theirs; new gangs are
+    packed biggest first, each on the best span left. ``jobs`` fit ``pool`` by count, and
+    any gang fits any GPUs of its size (at some span), so every job is placed."""
+    packer = Packer(cluster, pool)
+    placed: dict[JobState, tuple[int, ...]] = {}
+    new = []
+    for job in jobs:
+        if job.gpus and packer.take_exact(job.gpus):
+            placed[job] = job.gpus
+        else:
+            new.append(job)
+    for job in sorted(new, key=lambda j: -j.gang):  # stable: ties keep the pick order
+        gpus = packer.take(job.gang)
+        if gpus is None:
+            raise AssertionError("chosen jobs must fit the pool by count")
+        placed[job] = gpus
+    return placed
