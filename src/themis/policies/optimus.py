@@ -1,0 +1,129 @@
+"""Optimus (Peng et al., EuroSys 2018), applied to apps as the Themis paper did: GPUs go,
+one gang at a time, to the app whose remaining time drops the most per GPU.
+
+Optimus allocates greedily by marginal gain (§4.1): every job first gets the least it can
+run with, then one unit at a time goes to the job whose completion time shrinks most per
+unit of resource, until nothing is left. Here:
+
+- The unit is one job's whole gang (gangs are rigid), given to an app; which of its jobs
+  runs is its app scheduler's choice: jobs already running first (no needless restart),
+  then the longest remaining.
+- An app's remaining time with k GPUs is ``estimate_time`` (``themis.fairness.ftf``, the
+  estimator Themis itself uses) on the best-packed set of k GPUs, from the exact remaining
+  iterations and speeds the simulator knows; Optimus fits them online from the loss curve
+  and a throughput model (§3). Placement is a separate step (Optimus §4.2 places tasks after
+  allocating them): gangs are packed on the best span the free GPUs allow.
+- Minimum allocation first: while an app could never finish on what it holds (nothing yet,
+  or fewer GPUs than its largest gang) its gain is unbounded. Such apps come first, the one
+  with the shortest remaining time after the unit first: Optimus minimises the sum of
+  completion times, which shortest-first does when not everyone can start.
+- Then the largest gain per GPU, ``(T(k) - T(k + g)) / g``; ties go to the earlier app.
+  GPUs nobody gains from still go out in that order (work conservation).
+
+Allocation is re-planned at every quantum boundary (Optimus's scheduling interval); between
+boundaries, arrivals and job ends only hand out the free GPUs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+
+from themis.fairness.ftf import GangWork, estimate_time
+from themis.model.cluster import Cluster, SetShape
+from themis.model.state import AppState, JobState
+from themis.policies._quantum import check_quantum, open_round, place
+from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.registry import register
+
+
+def best_shape(cluster: Cluster, count: int) -> SetShape:
+    """The shape of ``count`` GPUs packed as tightly as this cluster allows."""
+    return SetShape(
+        count, min(count, cluster.shape.machine_max), min(count, cluster.shape.rack_max)
+    )
+
+
+class AppPlan:
+    """One app's side of a round: the GPUs it holds so far and the jobs it could start."""
+
+    def __init__(
+        self, app: AppState, order: int, held: int, jobs: list[JobState], now: float
+    ) -> None:
+        self.app = app
+        self.order = order
+        self.held = held
+        self.jobs = jobs
+        self.next = 0
+        self.remaining: dict[int, GangWork] = app.remaining_by_gang(now)
+
+    def time(self, cluster: Cluster, gpus: int) -> float:
+        """The app's remaining time holding ``gpus`` best-packed GPUs (inf: it cannot
+        finish on them)."""
+        return estimate_time(self.app.profile, self.remaining, best_shape(cluster, gpus))
+
+    def candidate(self, capacity: int) -> JobState | None:
+        """The app's next job whose gang fits ``capacity`` GPUs. Capacity only shrinks in a
+        round, so a job passed over here could not fit later either."""
+        while self.next < len(self.jobs) and self.jobs[self.next].gang > capacity:
+            self.next += 1
+        return self.jobs[self.next] if self.next < len(self.jobs) else None
+
+
+def priority(plan: AppPlan, cluster: Cluster, gang: int) -> tuple[int, float, int]:
+    """Smaller is served first: (0, remaining time after the unit) while the app cannot
+    finish on what it holds, else (1, minus the reduction of its remaining time per GPU)."""
+    before = plan.time(cluster, plan.held)
+    after = plan.time(cluster, plan.held + gang)
+    if math.isinf(before):
+        return (0, after, plan.order)
+    return (1, -(before - after) / gang, plan.order)
+
+
+@register
+class OptimusPolicy(Policy):
+    name = "optimus"
+    description = "largest marginal reduction of remaining time per GPU (Optimus, EuroSys 2018)"
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        check_quantum(options.lease)
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        rnd = open_round(view, self.options.lease)
+        cluster = view.cluster
+        held: Counter[int] = Counter()
+        for job in rnd.keep:
+            held[id(job.app)] += job.gang
+        ending: dict[int, list[JobState]] = {}
+        for job in rnd.ending:
+            ending.setdefault(id(job.app), []).append(job)
+        heap: list[tuple[tuple[int, float, int], AppPlan, JobState]] = []
+        capacity = rnd.capacity
+        for order, app in enumerate(view.apps):
+            running = sorted(ending.get(id(app), []), key=lambda j: -j.remaining_at(view.now))
+            jobs = running + app.idle_jobs()
+            if not jobs:
+                continue
+            plan = AppPlan(app, order, held[id(app)], jobs, view.now)
+            job = plan.candidate(capacity)
+            if job is not None:
+                heap.append((priority(plan, cluster, job.gang), plan, job))
+        heapq.heapify(heap)
+        chosen: list[JobState] = []
+        while heap and capacity > 0:
+            _, plan, job = heapq.heappop(heap)
+            if job.gang > capacity:  # stale: the app's candidate no longer fits
+                nxt = plan.candidate(capacity)
+                if nxt is not None:
+                    heapq.heappush(heap, (priority(plan, cluster, nxt.gang), plan, nxt))
+                continue
+            chosen.append(job)
+            capacity -= job.gang
+            plan.held += job.gang
+            plan.next += 1
+            nxt = plan.candidate(capacity)
+            if nxt is not None:
+                heapq.heappush(heap, (priority(plan, cluster, nxt.gang), plan, nxt))
+        return place(rnd, chosen)

@@ -1,0 +1,169 @@
+"""SLAQ (Zhang et al., SoCC 2017): GPUs go to the jobs whose loss would drop the most per GPU
+over the next quantum, so that jobs early on their loss curves (big, cheap gains) run before
+jobs near convergence. Job-level, as SLAQ is: apps play no part.
+
+- Loss model (SLAQ §3.2): SLAQ fits each job's loss history online to the sublinear family
+  ``L(k) = 1 / (a k^2 + b k + c) + d``. Here each model has a fixed curve of that family in
+  the fraction of its work done, ``x = k / K``, normalised so that every job starts at loss
+  1 and converges (loss 0) exactly at its total work K (the table below; the values and why
+  are in ``docs/policies/gandiva_optimus_slaq.md``).
+- Normalisation (SLAQ §3.1): SLAQ divides loss reductions by the job's largest one so that
+  jobs with losses of different scales compare; the curve above is normalised the same way.
+- Gain (SLAQ §3.3): a job of gang g, a fraction x done, ``K`` iterations in all, running at
+  ``s`` iterations/s on its gang's best span, would reach ``x + dx`` after one quantum Q,
+  ``dx = min(1 - x, s Q / K)``. Its priority is ``(loss(x) - loss(x + dx)) / g``, highest
+  first; ties go to the earlier app, then the earlier job. SLAQ's allocation does not look at
+  placement; gangs are then packed on the best span the free GPUs allow.
+
+Allocation is re-planned at every quantum boundary (SLAQ's scheduling epoch); between
+boundaries, arrivals and job ends only hand out the free GPUs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+from themis.model.cluster import Cluster
+from themis.model.state import AppState, JobState
+from themis.policies._quantum import check_quantum, fill, open_round, place
+from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.registry import register
+
+
+@dataclass(frozen=True)
+class LossCurve:
+    """``L(x) = 1 / (a x^2 + b x + 1)`` over the fraction of work done ``x`` in [0, 1] (SLAQ's
+    family with c = 1; d cancels out), reported normalised: 1 at x = 0, 0 at x = 1."""
+
+    a: float
+    b: float
+
+    def __post_init__(self) -> None:
+        if self.a < 0 or self.b < 0 or self.a + self.b <= 0:
+            raise ValueError(f"a loss curve needs a, b >= 0 and a + b > 0: {self}")
+
+    @classmethod
+    def halfway(cls, x_half: float) -> LossCurve:
+        """The curve with a = 0 (SLAQ's 1/k convergence) that has made half of its loss
+        reduction at ``x_half`` of its work: ``loss(x) = (1 - x) / (1 + b x)``, so that
+        ``loss(x_half) = 1/2`` gives ``b = (1 - 2 x_half) / x_half``."""
+        if not 0 < x_half < 0.5:
+            raise ValueError(f"half the loss reduction must come before half the work: {x_half}")
+        return cls(0.0, (1 - 2 * x_half) / x_half)
+
+    def _raw(self, x: float) -> float:
+        return 1.0 / (self.a * x * x + self.b * x + 1.0)
+
+    def loss(self, x: float) -> float:
+        """Normalised loss after a fraction ``x`` of the work (clamped to [0, 1])."""
+        x = min(max(x, 0.0), 1.0)
+        end = self._raw(1.0)
+        return (self._raw(x) - end) / (1.0 - end)
+
+
+#: Per-model curves by the fraction of training at which half of the loss reduction is done.
+#: Modelling choices, not measurements (see the doc): batch-normalised nets (ResNet,
+#: Inception) converge earliest, VGG (no batch norm) latest.
+LOSS_CURVES: dict[str, LossCurve] = {
+    "alexnet": LossCurve.halfway(0.08),
+    "vgg11": LossCurve.halfway(0.10),
+    "vgg16": LossCurve.halfway(0.10),
+    "vgg19": LossCurve.halfway(0.10),
+    "resnet50": LossCurve.halfway(0.05),
+    "resnet101": LossCurve.halfway(0.05),
+    "resnet152": LossCurve.halfway(0.05),
+    "inception3": LossCurve.halfway(0.05),
+    "inception4": LossCurve.halfway(0.05),
+    "googlenet": LossCurve.halfway(0.06),
+}
+#: Models not in the table (user profiles): the slowest of the curves above.
+DEFAULT_CURVE = LossCurve.halfway(0.10)
+
+
+def curve_for(model: str) -> LossCurve:
+    return LOSS_CURVES.get(model, DEFAULT_CURVE)
+
+
+def gain_per_gpu(
+    job: JobState, done: float, cluster: Cluster, curve: LossCurve, quantum: float
+) -> float:
+    """Normalised loss reduction per GPU of one more quantum on the gang's best span."""
+    work = job.spec.work
+    if work <= 0:
+        return 0.0
+    x = done / work
+    speed = job.app.profile.speed(job.gang, cluster.best_span(job.gang))
+    dx = min(1.0 - x, speed * quantum / work)
+    return (curve.loss(x) - curve.loss(x + dx)) / job.gang
+
+
+Entry = tuple[float, int, int, JobState]  # (-gain, app number, job index, job): sorts best first
+
+
+class _AppEntries:
+    """An app's number (arrival order, for ties), its jobs' indexes, and its waiting jobs'
+    entries, sorted best first.
+
+    Waiting jobs do not progress, so an entry stays valid for as long as its job waits: when
+    the app changes (a job of it starts, stops or ends), only the jobs that stopped waiting
+    are dropped and the ones that started waiting are added.
+    """
+
+    def __init__(self, number: int, app: AppState) -> None:
+        self.number = number
+        self.index = {job: i for i, job in enumerate(app.jobs)}
+        self.version = -1
+        self.waiting: list[Entry] = []
+        self.members: set[JobState] = set()
+
+
+@register
+class SlaqPolicy(Policy):
+    name = "slaq"
+    description = "largest predicted loss reduction per GPU (SLAQ, SoCC 2017)"
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        self.quantum = check_quantum(options.lease)
+        self._apps: dict[AppState, _AppEntries] = {}
+        self._numbered = 0
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        rnd = open_round(view, self.quantum)
+        now, cluster = view.now, view.cluster
+        if len(self._apps) != len(view.apps):
+            self._forget_gone(view)
+        lists = [self._waiting(app, cluster) for app in view.apps]
+        lists.append(
+            sorted(self._entry(j, j.spec.work - j.remaining_at(now), cluster) for j in rnd.ending)
+        )
+        ranked = (entry[3] for entry in heapq.merge(*lists))
+        return place(rnd, fill(ranked, rnd.capacity))
+
+    def _forget_gone(self, view: SchedulingView) -> None:
+        active = set(view.apps)
+        self._apps = {app: e for app, e in self._apps.items() if app in active}
+
+    def _waiting(self, app: AppState, cluster: Cluster) -> list[Entry]:
+        entries = self._apps.get(app)
+        if entries is None:  # first seen: apps are numbered in arrival order
+            entries = self._apps[app] = _AppEntries(self._numbered, app)
+            self._numbered += 1
+        if entries.version != app.version:
+            idle = set(app.idle_jobs())
+            gone = entries.members - idle
+            if gone:
+                entries.waiting = [e for e in entries.waiting if e[3] not in gone]
+            new = idle - entries.members
+            if new:
+                entries.waiting.extend(self._entry(j, j.done, cluster) for j in new)
+                entries.waiting.sort()
+            entries.members = idle
+            entries.version = app.version
+        return entries.waiting
+
+    def _entry(self, job: JobState, done: float, cluster: Cluster) -> Entry:
+        gain = gain_per_gpu(job, done, cluster, curve_for(job.app.spec.model), self.quantum)
+        entries = self._apps[job.app]
+        return (-gain, entries.number, entries.index[job], job)
