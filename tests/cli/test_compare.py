@@ -70,3 +70,28 @@ def test_bad_policy_lists_are_one_line(cli, tiny_trace: Path, tmp_path: Path, po
     result = cli("compare", "--trace", tiny_trace, "--policies", policies, "--out", tmp_path / "o")
     assert_one_line_error(result, "field '--policies'", fragment)
     assert not (tmp_path / "o").exists()
+
+
+def test_report_writes_one_self_contained_html(cli, tiny_trace: Path, tmp_path: Path) -> None:
+    report = tmp_path / "rep"
+    result = cli(
+        "compare",
+        "--trace",
+        tiny_trace,
+        "--cluster",
+        "1x1x4",
+        "--policies",
+        "themis,fifo",
+        "--out",
+        tmp_path / "cmp",
+        "--report",
+        report,
+        "--workers",
+        "2",
+    )
+    assert result.code == 0, result.err
+    assert sorted(p.name for p in report.iterdir()) == ["report.html"]
+    text = (report / "report.html").read_text()
+    assert text.count('<img alt="') == 4
+    assert "<th>themis</th><th>fifo</th>" in text
+    assert f"wrote {report / 'report.html'}" in result.out

@@ -6,8 +6,8 @@ import pytest
 
 import themis
 from themis.cli import defaults
-from themis.cli import simulate as simulate_module
 from themis.cli.main import cli as group
+from themis.experiments import runner as runner_module
 from themis.policies import PolicyOptions, make_policy, policy_names
 from themis.workload.loader import DEFAULT_APP_INTERVAL
 
@@ -28,7 +28,7 @@ def test_help_exits_zero(cli, args) -> None:
 
 
 def test_every_command_is_registered() -> None:
-    assert set(group.commands) == {"simulate", "compare", "auction", "policies"}
+    assert set(group.commands) == {"simulate", "compare", "auction", "policies", "experiment"}
 
 
 def test_unknown_command_is_one_line(cli) -> None:
@@ -39,7 +39,7 @@ def test_ctrl_c_exits_130(cli, tiny_trace, tmp_path, monkeypatch: pytest.MonkeyP
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(simulate_module, "run_simulation", interrupted)
+    monkeypatch.setattr(runner_module, "simulate", interrupted)
     result = cli("simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", tmp_path / "o")
     assert result.code == 130
     assert "Traceback" not in result.err
@@ -49,7 +49,7 @@ def test_a_bug_is_not_hidden(cli, tiny_trace, tmp_path, monkeypatch: pytest.Monk
     def broken(*args, **kwargs):
         raise AssertionError("a bug")
 
-    monkeypatch.setattr(simulate_module, "run_simulation", broken)
+    monkeypatch.setattr(runner_module, "simulate", broken)
     with pytest.raises(AssertionError, match="a bug"):
         cli("simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", tmp_path / "o")
 

@@ -15,6 +15,7 @@ import click
 
 from themis import __version__
 from themis.cli.auction import auction
+from themis.cli.experiment import experiment
 from themis.cli.policies import policies
 from themis.cli.simulate import compare, simulate
 from themis.errors import ThemisError
@@ -38,6 +39,7 @@ cli.add_command(simulate)
 cli.add_command(compare)
 cli.add_command(auction)
 cli.add_command(policies)
+cli.add_command(experiment)
 
 
 def one_line(message: str) -> str:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from themis.cli import defaults
+from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import (
     RunConfig,
     check_policies,
@@ -22,58 +19,54 @@ from themis.cli.run_options import (
     run_options,
 )
 from themis.errors import ThemisError
-from themis.model.cluster import Cluster
+from themis.experiments.runner import RunRequest, run_many
 from themis.model.workload import Workload
-from themis.policies import make_policy, policy_names
-from themis.reports import AppRow, RunSummary, app_rows, summarize, summary_table, write_run
+from themis.policies import policy_names
+from themis.reports import RunSummary
+from themis.reports.comparison import comparison_section
 from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
-from themis.simulator import SimulationResult
-from themis.simulator import simulate as run_simulation
+from themis.reports.html import write_report
+from themis.reports.record import RunRecord
+from themis.reports.tables import comparison_table
 
-_QUIET = click.option(
-    "--quiet", "-q", is_flag=True, help="No progress bar (it is also off when stderr is not a TTY)."
+_WORKERS = click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Simulations run at once, in separate processes  [default: one per CPU core]",
 )
 
 
-@contextmanager
-def _progress(show: bool) -> Iterator[Progress]:
-    """A progress bar on stderr, drawn only when asked for and stderr is a terminal."""
-    console = Console(file=sys.stderr)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("apps finished"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not (show and console.is_terminal),
-    )
-    with progress:
-        yield progress
-
-
-def _run_one(
-    policy: str, workload: Workload, cluster: Cluster, config: RunConfig, progress: Progress
-) -> tuple[RunSummary, SimulationResult, list[AppRow]]:
-    task = progress.add_task(policy, total=len(workload.apps))
-
-    def finished(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
-
-    result = run_simulation(
+def _request(policy: str, workload: Workload, config: RunConfig, out_dir: Path) -> RunRequest:
+    return RunRequest(
+        policy,
+        policy,
         workload,
-        cluster,
-        make_policy(policy, config.policy_options()),
-        batch_window=config.batch_window_s,
-        on_app_finished=finished,
+        config.cluster,
+        config.policy_options(),
+        config.batch_window_s,
+        out_dir=out_dir,
+        config={"policy": policy, **config.to_dict()},
     )
-    rows = app_rows(result)
-    return summarize(result, rows), result, rows
+
+
+def _run(
+    requests: list[RunRequest], workers: int | None, quiet: bool, what: str
+) -> list[RunRecord]:
+    with progress_bar(not quiet) as progress:
+        return run_many(requests, workers, RunsProgress(progress, len(requests), what))
+
+
+#: Width of tables written to a file or a pipe (rich would assume 80 columns and squeeze).
+_PIPE_WIDTH = 120
 
 
 def _print_table(summaries: list[RunSummary]) -> None:
-    Console(highlight=False).print(summary_table(summaries))
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = _PIPE_WIDTH
+    console.print(comparison_table(summaries))
 
 
 @click.command(short_help="Replay a trace under one policy.")
@@ -90,7 +83,7 @@ def _print_table(summaries: list[RunSummary]) -> None:
     default=None,
     help=f"Output directory  [default: {defaults.OUT_DIR}/<policy>]",
 )
-@_QUIET
+@QUIET
 def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None:
     """Replay a trace under one policy; print a summary and write summary.json, apps.csv
     and allocations.csv (metrics: docs/metrics.md)."""
@@ -100,10 +93,8 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
     ensure_dir(out_dir)
     click.echo(describe(workload, cluster, config))
-    with _progress(not quiet) as progress:
-        summary, result, rows = _run_one(policy, workload, cluster, config, progress)
-    write_run(out_dir, result, summary, rows, {"policy": policy, **config.to_dict()})
-    _print_table([summary])
+    [record] = _run([_request(policy, workload, config, out_dir)], 1, quiet, "run")
+    _print_table([record.summary])
     click.echo(f"wrote {out_dir}/")
 
 
@@ -138,8 +129,22 @@ def _parse_policies(text: str | None) -> list[str]:
     default=None,
     help=f"Output directory  [default: {defaults.OUT_DIR}/compare]",
 )
-@_QUIET
-def compare(policies: str | None, out: Path | None, quiet: bool, **options: Any) -> None:
+@click.option(
+    "--report",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write DIR/report.html: the table and plots, one self-contained file.",
+)
+@_WORKERS
+@QUIET
+def compare(
+    policies: str | None,
+    out: Path | None,
+    report: Path | None,
+    workers: int | None,
+    quiet: bool,
+    **options: Any,
+) -> None:
     """Replay one trace under several policies; print one table and write each run to
     OUT/<policy>/ plus OUT/comparison.json."""
     config = make_config(**options)
@@ -147,16 +152,20 @@ def compare(policies: str | None, out: Path | None, quiet: bool, **options: Any)
     workload, cluster = load_inputs(config)
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     ensure_dir(out_dir)
+    if report is not None:
+        ensure_dir(report)
     click.echo(describe(workload, cluster, config))
-    summaries = []
-    with _progress(not quiet) as progress:
-        for name in names:
-            summary, result, rows = _run_one(name, workload, cluster, config, progress)
-            write_run(out_dir / name, result, summary, rows, {"policy": name, **config.to_dict()})
-            summaries.append(summary)
+    requests = [_request(name, workload, config, out_dir / name) for name in names]
+    records = _run(requests, workers, quiet, "policies")
+    summaries = [r.summary for r in records]
     write_json(
         out_dir / COMPARISON_FILE,
         {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]},
     )
     _print_table(summaries)
     click.echo(f"wrote {out_dir}/")
+    if report is not None:
+        meta = [describe(workload, cluster, config), f"configuration: {config.to_dict()}"]
+        section = comparison_section(records, "Comparison")
+        path = write_report(report, "Themis: policy comparison", meta, [section])
+        click.echo(f"wrote {path}")

@@ -1,7 +1,8 @@
-"""Summaries as a terminal table: one row per metric, one column per run.
+"""Summaries as a terminal table.
 
-Metrics run down the side so that a comparison of several policies still fits an
-80-column terminal.
+A few runs: one row per metric, one column per run, which fits an 80-column terminal.
+Many runs (a comparison of every policy): one row per run and a column per headline
+metric, so that the table grows downwards instead of off the screen.
 """
 
 from __future__ import annotations
@@ -53,3 +54,44 @@ def summary_table(summaries: Sequence[RunSummary], title: str | None = None) -> 
     for label, show in ROWS:
         table.add_row(label, *(show(s) for s in summaries))
     return table
+
+
+#: Runs up to this many get a column each; more get a row each.
+MAX_COLUMNS = 4
+
+#: The headline metrics of the one-row-per-run layout, with short headers.
+WIDE: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
+    ("max rho", lambda s: _ratio(s.max_rho)),
+    ("Jain", lambda s: f"{s.jain_rho:.3f}"),
+    ("mean compl.", lambda s: _hours(s.mean_completion_s)),
+    ("median compl.", lambda s: _hours(s.median_completion_s)),
+    ("makespan", lambda s: _hours(s.makespan_s)),
+    ("GPU-h", lambda s: f"{s.gpu_hours:,.0f}"),
+    ("util.", lambda s: _percent(s.utilization)),
+    ("placed", lambda s: _percent(s.placement_score)),
+)
+
+
+def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
+    """One row per run: for comparisons too wide for a column per run."""
+    if not summaries:
+        raise ValueError("no summaries to show")
+    first = summaries[0]
+    caption = (
+        f"{first.apps:,} apps / {first.jobs:,} jobs, offered load {_ratio(first.offered_load)}; "
+        "placed = share of GPU-time at the best span"
+    )
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    table.add_column("policy", style="bold", no_wrap=True)
+    for label, _ in WIDE:
+        table.add_column(label, justify="right", no_wrap=True)
+    for summary in summaries:
+        table.add_row(summary.policy, *(show(summary) for _, show in WIDE))
+    return table
+
+
+def comparison_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
+    """The layout that fits: a column per run for a few, a row per run for many."""
+    if len(summaries) <= MAX_COLUMNS:
+        return summary_table(summaries, title)
+    return runs_table(summaries, title)

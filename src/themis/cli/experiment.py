@@ -1,0 +1,94 @@
+"""``themis experiment paper``: the paper's evaluation in one command."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from themis.cli import defaults
+from themis.cli.progress import QUIET, RunsProgress, progress_bar
+from themis.cli.run_options import check_policies
+from themis.errors import ThemisError
+from themis.experiments.paper import CLUSTER, plan
+from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
+from themis.experiments.runner import default_workers, run_many
+from themis.policies import policy_names
+from themis.workload import load_workload
+
+
+@click.group(short_help="Run a predefined experiment (the paper's evaluation).")
+def experiment() -> None:
+    """Predefined experiments: many simulations, one report."""
+
+
+@experiment.command(short_help="Reproduce the paper's evaluation on the HyperDrive trace.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(defaults.OUT_DIR) / "paper",
+    show_default=True,
+    help="Where report.html, results.md and results.json go.",
+)
+@click.option(
+    "--policies",
+    default=None,
+    metavar="A,B,...",
+    help="Policies of the main comparison (sweeps keep theirs among these)  "
+    "[default: all registered]",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Simulations run at once, in separate processes  [default: one per CPU core]",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=defaults.SEED,
+    show_default=True,
+    help="Seed of the model draw and every policy's random choices.",
+)
+@QUIET
+def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet: bool) -> None:
+    """The main comparison of every policy on the bundled HyperDrive workload (64 GPUs),
+    then sweeps of the fairness knob, the lease length, contention and the share of
+    placement-sensitive apps. Writes OUT/report.html (tables and plots), OUT/results.md and
+    OUT/results.json."""
+    names = policy_names()
+    if policies is not None:
+        names = [n.strip() for n in policies.split(",")]
+        if any(not n for n in names):
+            raise ThemisError(f"empty policy name in '{policies}'", field="--policies")
+        check_policies(names, "--policies")
+    workload = load_workload(defaults.TRACE, seed=seed)
+    the_plan = plan(workload, names)
+    if not out.exists():
+        out.mkdir(parents=True)
+    elif not out.is_dir():
+        raise ThemisError("exists and is not a directory", source=str(out), field="--out")
+    n_workers = default_workers(len(the_plan.requests)) if workers is None else workers
+    click.echo(
+        f"{len(the_plan.requests)} simulations of {workload.source} on {CLUSTER} "
+        f"({len(workload.apps)} apps, {workload.job_count:,} jobs), {n_workers} at a time"
+    )
+    started = time.monotonic()
+    with progress_bar(not quiet) as progress:
+        records = run_many(
+            the_plan.requests, n_workers, RunsProgress(progress, len(the_plan.requests))
+        )
+    elapsed = time.monotonic() - started
+    meta = [
+        f"workload: {workload.source}, {len(workload.apps)} apps, {workload.job_count:,} jobs, "
+        f"cluster {CLUSTER}, seed {seed}",
+        f"{len(records)} simulations in {elapsed / 60:.1f} min with {n_workers} worker(s)",
+        "regenerate: themis experiment paper"
+        + (f" --policies {policies}" if policies else "")
+        + (f" --seed {seed}" if seed != defaults.SEED else ""),
+    ]
+    path = write_outputs(out, the_plan, records, meta)
+    click.echo(f"{len(records)} simulations in {elapsed:.0f} s")
+    click.echo(f"wrote {path}, {out / RESULTS_MD}, {out / RESULTS_JSON}")

@@ -1,0 +1,1 @@
+"""Experiments: many simulations planned together, run in parallel, reported as one."""

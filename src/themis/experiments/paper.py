@@ -1,0 +1,154 @@
+"""The paper's evaluation (Themis, NSDI 2020, section 8) on the bundled HyperDrive trace.
+
+One main comparison of every registered policy, then four sensitivity sweeps, each
+changing one factor from the main configuration (a 2x4x8 cluster, f = 0.8, 10-minute
+leases, one app every 9,000 s):
+
+- fairness knob f (Themis only: the knob is Themis's own);
+- lease length, five values from 5 minutes to an hour (Themis, and the baselines that use
+  the lease as their re-allocation quantum and are closest to it);
+- contention: arrivals compressed 1x, 2x and 4x;
+- placement sensitivity: the share of apps training a VGG-family model, 0% to 100%, on
+  trials resized to Philly's gang mix (with the trace's one-GPU trials placement could not
+  matter).
+
+A sweep point equal to the main configuration is not run twice. Which policies each sweep
+includes is part of the experiment's definition below, chosen so the whole evaluation
+fits in ten minutes on two cores; ``docs/results.md`` reports what it measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from themis.experiments.runner import RunRequest
+from themis.experiments.variants import compress_arrivals, with_gang_mix, with_model_share
+from themis.model.workload import Workload
+from themis.policies import PolicyOptions
+from themis.simulator.engine import DEFAULT_BATCH_WINDOW
+
+CLUSTER = "2x4x8"
+#: Machines x GPUs per machine in CLUSTER: the largest gang that fits one machine is 8.
+MAX_GANG = 8
+BASE = PolicyOptions()
+
+FAIRNESS_KNOBS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
+LEASES_S = (300.0, 600.0, 1200.0, 1800.0, 3600.0)
+CONTENTION = (1.0, 2.0, 4.0)
+VGG_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One factor varied over ``values`` for each of ``policies``."""
+
+    key: str
+    title: str
+    xlabel: str
+    values: tuple[float, ...]
+    policies: tuple[str, ...]
+    #: (workload, value, policy) -> the request of that point (label set by the experiment).
+    build: Callable[[Workload, float, str], RunRequest]
+    note: str = ""
+
+
+def _request(workload: Workload, policy: str, options: PolicyOptions = BASE) -> RunRequest:
+    return RunRequest("", policy, workload, CLUSTER, options, DEFAULT_BATCH_WINDOW)
+
+
+def sweeps(policies: Sequence[str]) -> list[Sweep]:
+    """The four sweeps; baselines not in ``policies`` (not registered) are left out."""
+
+    def keep(*names: str) -> tuple[str, ...]:
+        return tuple(n for n in names if n in policies)
+
+    return [
+        Sweep(
+            "fairness_knob",
+            "Fairness knob f",
+            "fairness knob f",
+            FAIRNESS_KNOBS,
+            keep("themis"),
+            lambda w, v, p: _request(w, p, replace(BASE, fairness_knob=v)),
+            "The worst ceil((1-f)n) apps bid; f = 0 lets every app bid (efficiency), "
+            "f near 1 only the worst-off app (fairness).",
+        ),
+        Sweep(
+            "lease_s",
+            "Lease length",
+            "lease (minutes)",
+            LEASES_S,
+            keep("themis", "gavel-ftf", "tiresias"),
+            lambda w, v, p: _request(w, p, replace(BASE, lease=v)),
+            "The lease is Themis's grant length and the baselines' re-allocation quantum.",
+        ),
+        Sweep(
+            "contention",
+            "Contention",
+            "arrivals compressed (x)",
+            CONTENTION,
+            keep("themis", "gavel-ftf", "tiresias", "gandiva", "optimus", "slaq", "max-min"),
+            lambda w, v, p: _request(compress_arrivals(w, v), p),
+            "Apps arrive 1x, 2x and 4x as often as in the main run (same apps, same work).",
+        ),
+        Sweep(
+            "vgg_share",
+            "Placement-sensitive apps",
+            "share of apps training a VGG model",
+            VGG_SHARES,
+            keep("themis", "gavel-ftf", "tiresias", "gandiva", "max-min"),
+            lambda w, v, p: _request(with_model_share(with_gang_mix(w, max_gang=MAX_GANG), v), p),
+            "Trials resized to Philly's gang mix (1 GPU 70%, 2 GPUs 10%, 4 GPUs 15%, 8 GPUs "
+            "5%, one size per app, same GPU-time); a share of apps switched to VGG models "
+            "(same GPU-time), which lose 25-50% of their speed across machines.",
+        ),
+    ]
+
+
+def is_main_point(sweep: Sweep, value: float) -> bool:
+    """Whether this point of ``sweep`` is the main configuration (then it is not re-run)."""
+    main = {
+        "fairness_knob": BASE.fairness_knob,
+        "lease_s": BASE.lease,
+        "contention": 1.0,
+    }
+    return sweep.key in main and main[sweep.key] == value
+
+
+def label(sweep: Sweep, value: float, policy: str) -> str:
+    return f"{policy} @ {sweep.key}={value:g}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every run of the experiment, and where each sweep point's record comes from."""
+
+    main: list[RunRequest]
+    sweeps: list[Sweep]
+    #: label of every run to do, main ones first
+    requests: list[RunRequest]
+    #: (sweep key, value, policy) -> label of the run that answers it
+    points: dict[tuple[str, float, str], str]
+
+
+def plan(workload: Workload, policies: Sequence[str]) -> Plan:
+    main = [replace(_request(workload, p), label=p) for p in policies]
+    requests = list(main)
+    points: dict[tuple[str, float, str], str] = {}
+    chosen = sweeps(policies)
+    for sweep in chosen:
+        for value in sweep.values:
+            for policy in sweep.policies:
+                if is_main_point(sweep, value):
+                    points[(sweep.key, value, policy)] = policy
+                    continue
+                name = label(sweep, value, policy)
+                request = replace(
+                    sweep.build(workload, value, policy),
+                    label=name,
+                    params={sweep.key: value},
+                )
+                requests.append(request)
+                points[(sweep.key, value, policy)] = name
+    return Plan(main, chosen, requests, points)
