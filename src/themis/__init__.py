@@ -7,7 +7,22 @@ interface), ``simulator`` (discrete-event replay), ``workload`` (trace readers),
 ``reports`` (metrics and output files) and ``cli``.
 """
 
+from typing import Any
+
 from themis.errors import ThemisError
 
-__all__ = ["ThemisError"]
+__all__ = ["ThemisError", "Trial", "lease"]
 __version__ = "0.1.0"
+
+#: The lease API for training code, loaded on first use so that ``import themis`` stays
+#: light (the runtime's Ray-facing modules are never imported from here).
+_LAZY = {"lease": "themis.runtime.lease", "Trial": "themis.runtime.lease"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'themis' has no attribute '{name}'")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

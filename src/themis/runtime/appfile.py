@@ -1,0 +1,339 @@
+"""Reader of ``app.yaml``: what one submitted app (a hyperparameter sweep) asks for.
+
+Format (``docs/runtime.md`` has the long version)::
+
+    name: mlp-sweep                 # the app id: letters, digits, '-', '_' (max 64)
+    entrypoint: mlp:train           # module:function, imported on the job's node
+    trials: 8                       # how many configurations to train
+    gpus_per_trial: 1               # rigid gang of every trial
+    steps: 200                      # step budget of every trial
+    step_time: 0.05                 # estimated seconds per step, gang in one machine
+    search_space:                   # a list is a choice (grid, cycled); a mapping a draw
+      lr: {loguniform: [0.001, 0.3]}
+      hidden: [16, 32, 64]
+    early_stopping:                 # optional: successive halving
+      rule: successive_halving
+      metric: loss
+      mode: min                     # or max
+      eta: 2                        # keep the best 1/eta at each rung
+      min_steps: 20                 # first rung; then min_steps * eta^k
+    placement: {cross_machine: 1.0, cross_rack: 1.0}   # optional slowdowns (<= 1)
+    checkpoint_every: 20            # optional: steps between periodic checkpoints
+    seed: 0                         # optional: seed of the search-space draws
+    workdir: .                      # optional: where the module lives (default: the
+                                    # file's folder)
+
+Every field is checked before anything is submitted; the first problem is raised as a
+:class:`ThemisError` naming the file and the field (``early_stopping.eta``), so that the
+CLI prints one line. Trial configurations are drawn here, once, so that a restarted
+arbiter and every node see the same ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from themis.errors import ThemisError
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_PARAM_RE = re.compile(r"^[A-Za-z_]\w*$")
+_FIELDS = frozenset(
+    {
+        "name",
+        "entrypoint",
+        "trials",
+        "gpus_per_trial",
+        "steps",
+        "step_time",
+        "search_space",
+        "early_stopping",
+        "placement",
+        "checkpoint_every",
+        "seed",
+        "workdir",
+    }
+)
+_DISTRIBUTIONS = ("uniform", "loguniform", "randint")
+#: Periodic checkpoints by default: a crash loses at most this many steps of work.
+DEFAULT_CHECKPOINT_EVERY = 20
+
+
+@dataclass(frozen=True)
+class Halving:
+    """Successive halving: at each rung (``min_steps * eta**k`` steps) keep the best
+    ``ceil(n / eta)`` of the ``n`` trials that reached it (see ``runtime.halving``)."""
+
+    metric: str
+    mode: str  # "min" or "max"
+    eta: int
+    min_steps: int
+
+    def rungs(self, budget: int) -> list[int]:
+        """Rung step counts below the step budget, ascending."""
+        out = []
+        step = self.min_steps
+        while step < budget:
+            out.append(step)
+            step *= self.eta
+        return out
+
+
+@dataclass(frozen=True)
+class AppFile:
+    name: str
+    entrypoint: str
+    trials: int
+    gpus_per_trial: int
+    steps: int
+    step_time: float
+    configs: tuple[dict[str, Any], ...]  # one per trial, drawn from the search space
+    halving: Halving | None
+    cross_machine: float
+    cross_rack: float
+    checkpoint_every: int
+    seed: int
+    workdir: str  # absolute
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved app, as stored: configs drawn, workdir absolute."""
+        return {
+            "name": self.name,
+            "entrypoint": self.entrypoint,
+            "trials": self.trials,
+            "gpus_per_trial": self.gpus_per_trial,
+            "steps": self.steps,
+            "step_time": self.step_time,
+            "configs": [dict(c) for c in self.configs],
+            "halving": None if self.halving is None else vars(self.halving).copy(),
+            "cross_machine": self.cross_machine,
+            "cross_rack": self.cross_rack,
+            "checkpoint_every": self.checkpoint_every,
+            "seed": self.seed,
+            "workdir": self.workdir,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> AppFile:
+        """Inverse of :meth:`to_dict` (for what the store kept; not for user input)."""
+        halving = raw["halving"]
+        return cls(
+            raw["name"],
+            raw["entrypoint"],
+            raw["trials"],
+            raw["gpus_per_trial"],
+            raw["steps"],
+            raw["step_time"],
+            tuple(dict(c) for c in raw["configs"]),
+            None if halving is None else Halving(**halving),
+            raw["cross_machine"],
+            raw["cross_rack"],
+            raw["checkpoint_every"],
+            raw["seed"],
+            raw["workdir"],
+        )
+
+
+class _Fields:
+    """Typed reads of one mapping, each failure naming its field."""
+
+    def __init__(self, raw: dict[str, Any], source: str, prefix: str = "") -> None:
+        self.raw = raw
+        self.source = source
+        self.prefix = prefix
+
+    def fail(self, key: str, message: str) -> ThemisError:
+        return ThemisError(message, source=self.source, field=f"{self.prefix}{key}")
+
+    def get(self, key: str, default: Any = ...) -> Any:
+        if key not in self.raw or self.raw[key] is None:
+            if default is ...:
+                raise self.fail(key, "is required")
+            return default
+        return self.raw[key]
+
+    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer, got {value!r}")
+        if value < minimum:
+            raise self.fail(key, f"must be >= {minimum}, got {value}")
+        return value
+
+    def number(self, key: str, default: Any = ..., positive: bool = True) -> float:
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"must be a number, got {value!r}")
+        if not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(key, f"must be a finite number > 0, got {value}")
+        return float(value)
+
+    def string(self, key: str, pattern: re.Pattern[str], what: str, default: Any = ...) -> str:
+        value = self.get(key, default)
+        if not isinstance(value, str) or not pattern.match(value):
+            raise self.fail(key, f"must be {what}, got {value!r}")
+        return value
+
+    def mapping(self, key: str, default: Any = ...) -> dict[str, Any]:
+        value = self.get(key, default)
+        if not isinstance(value, dict):
+            raise self.fail(key, f"must be a mapping, got {type(value).__name__}")
+        return value
+
+
+def load_app_file(path: str | Path) -> AppFile:
+    """Read and check an ``app.yaml``."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ThemisError("not a UTF-8 text file", source=source) from None
+    except OSError as exc:
+        raise ThemisError(f"cannot read app file: {exc.strerror}", source=source) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or "cannot parse"
+        raise ThemisError(f"invalid YAML: {problem}", source=source, line=line) from None
+    return parse_app(raw, source, Path(path).resolve().parent)
+
+
+def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
+    """Check a parsed app file; ``base_dir`` resolves a relative ``workdir``."""
+    if not isinstance(raw, dict):
+        raise ThemisError("expected a mapping of fields (name, entrypoint, ...)", source=source)
+    for key in raw:
+        if key not in _FIELDS:
+            known = ", ".join(sorted(_FIELDS))
+            raise ThemisError(f"unknown field (known: {known})", source=source, field=str(key))
+    f = _Fields(raw, source)
+    name = f.string("name", _NAME_RE, "letters, digits, '-' or '_' (at most 64)")
+    entrypoint = f.string("entrypoint", _ENTRY_RE, "'module:function'")
+    trials = f.integer("trials")
+    gpus = f.integer("gpus_per_trial")
+    steps = f.integer("steps")
+    step_time = f.number("step_time")
+    seed = f.integer("seed", 0, minimum=0)
+    checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
+    configs = _draw_configs(f.mapping("search_space", {}), trials, seed, source)
+    halving = _halving(f, source)
+    placement = _Fields(f.mapping("placement", {}), source, "placement.")
+    for key in placement.raw:
+        if key not in ("cross_machine", "cross_rack"):
+            raise placement.fail(str(key), "unknown field (known: cross_machine, cross_rack)")
+    cross_machine = placement.number("cross_machine", 1.0)
+    cross_rack = placement.number("cross_rack", cross_machine)
+    for key, value in (("cross_machine", cross_machine), ("cross_rack", cross_rack)):
+        if value > 1.0:
+            raise placement.fail(key, f"a placement factor is at most 1.0, got {value}")
+    workdir_raw = f.get("workdir", ".")
+    if not isinstance(workdir_raw, str):
+        raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
+    workdir = (base_dir / workdir_raw).resolve()
+    if not workdir.is_dir():
+        raise f.fail("workdir", f"no such directory: {workdir}")
+    return AppFile(
+        name,
+        entrypoint,
+        trials,
+        gpus,
+        steps,
+        step_time,
+        configs,
+        halving,
+        cross_machine,
+        cross_rack,
+        checkpoint_every,
+        seed,
+        str(workdir),
+    )
+
+
+def _halving(f: _Fields, source: str) -> Halving | None:
+    raw = f.get("early_stopping", None)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise f.fail("early_stopping", "must be a mapping (rule, metric, mode, eta, min_steps)")
+    h = _Fields(raw, source, "early_stopping.")
+    for key in raw:
+        if key not in ("rule", "metric", "mode", "eta", "min_steps"):
+            raise h.fail(str(key), "unknown field (known: rule, metric, mode, eta, min_steps)")
+    rule = h.get("rule")
+    if rule != "successive_halving":
+        raise h.fail("rule", f"must be 'successive_halving', got {rule!r}")
+    metric = h.string("metric", _PARAM_RE, "a metric name")
+    mode = h.get("mode", "min")
+    if mode not in ("min", "max"):
+        raise h.fail("mode", f"must be 'min' or 'max', got {mode!r}")
+    eta = h.integer("eta", 2, minimum=2)
+    min_steps = h.integer("min_steps")
+    return Halving(metric, mode, eta, min_steps)
+
+
+def _draw_configs(
+    space: dict[str, Any], trials: int, seed: int, source: str
+) -> tuple[dict[str, Any], ...]:
+    """One configuration per trial: lists are a grid walked in order (and cycled), each
+    ``{uniform|loguniform|randint: [lo, hi]}`` is drawn from a generator seeded by ``seed``."""
+    grid: dict[str, list[Any]] = {}
+    draws: dict[str, tuple[str, float, float]] = {}
+    for key, value in space.items():
+        field = f"search_space.{key}"
+        if not isinstance(key, str) or not _PARAM_RE.match(key):
+            raise ThemisError("must be an identifier", source=source, field=field)
+        if isinstance(value, list):
+            if not value:
+                raise ThemisError("an empty list of choices", source=source, field=field)
+            grid[key] = value
+        elif isinstance(value, dict) and len(value) == 1:
+            kind, bounds = next(iter(value.items()))
+            if kind not in _DISTRIBUTIONS:
+                known = ", ".join(_DISTRIBUTIONS)
+                raise ThemisError(
+                    f"unknown distribution '{kind}' (known: {known})", source=source, field=field
+                )
+            if (
+                not isinstance(bounds, list)
+                or len(bounds) != 2
+                or any(isinstance(b, bool) or not isinstance(b, (int, float)) for b in bounds)
+                or not bounds[0] < bounds[1]
+            ):
+                raise ThemisError(
+                    f"{kind} needs [low, high] with low < high", source=source, field=field
+                )
+            if kind == "loguniform" and bounds[0] <= 0:
+                raise ThemisError("loguniform needs low > 0", source=source, field=field)
+            draws[key] = (kind, float(bounds[0]), float(bounds[1]))
+        elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            grid[key] = [value]
+        else:
+            raise ThemisError(
+                "must be a list of choices, a value, or {uniform|loguniform|randint: [lo, hi]}",
+                source=source,
+                field=field,
+            )
+    rng = random.Random(seed)
+    points = itertools.cycle(itertools.product(*grid.values())) if grid else itertools.repeat(())
+    configs = []
+    for _ in range(trials):
+        config: dict[str, Any] = dict(zip(grid, next(points), strict=True))
+        for key, (kind, low, high) in draws.items():
+            if kind == "uniform":
+                config[key] = rng.uniform(low, high)
+            elif kind == "loguniform":
+                config[key] = math.exp(rng.uniform(math.log(low), math.log(high)))
+            else:
+                config[key] = rng.randint(int(low), int(high))
+        configs.append(config)
+    return tuple(configs)

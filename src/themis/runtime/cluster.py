@@ -1,0 +1,89 @@
+"""The GPU inventory and topology of a Ray cluster, as the scheduler's :class:`Cluster`.
+
+Every alive Ray node with ``GPU`` resources is a machine. Its rack is its label
+``themis.rack`` (``ray start --labels='{"themis.rack": "r1"}'``) or, failing that, a
+custom resource named ``rack:<name>`` (``--resources='{"rack:r1": 1}'``); nodes with
+neither share one rack. A ``accelerator_type:<T>`` resource gives the GPU type.
+
+Scheduler GPU ids are positions in a list of (node id, slot) pairs sorted by rack and
+node id, so the same cluster always gets the same ids (a restarted arbiter included).
+Slots are the arbiter's bookkeeping: which of a node's GPUs a job gets is Ray's choice
+(``CUDA_VISIBLE_DEVICES``); the arbiter only ever asks a node for as many as it has free.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from themis.model.cluster import Cluster, Gpu
+
+RACK_LABEL = "themis.rack"
+RACK_RESOURCE_PREFIX = "rack:"
+TYPE_RESOURCE_PREFIX = "accelerator_type:"
+DEFAULT_RACK = "default"
+
+Slot = tuple[str, int]  # (Ray node id, GPU index within the node)
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: str
+    rack: str
+    gpus: int
+    gpu_type: str | None
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The scheduler's cluster and where each of its GPU ids lives in Ray."""
+
+    cluster: Cluster | None  # None while no node has a GPU
+    slots: tuple[Slot, ...]
+    nodes: tuple[NodeInfo, ...]
+
+    def index(self) -> dict[Slot, int]:
+        return {slot: g for g, slot in enumerate(self.slots)}
+
+    def per_node(self, gpus: Iterable[int]) -> list[tuple[str, int]]:
+        """(node id, GPU count) of a GPU set, the node with most GPUs first."""
+        counts = Counter(self.slots[g][0] for g in gpus)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def node_info(node: Mapping[str, Any]) -> NodeInfo | None:
+    """A Ray node (an entry of ``ray.nodes()``) as a machine, or None if it has no GPU or
+    is not alive."""
+    if not node.get("Alive", False):
+        return None
+    resources = node.get("Resources") or {}
+    gpus = int(resources.get("GPU", 0) + 1e-9)
+    if gpus <= 0:
+        return None
+    labels = node.get("Labels") or {}
+    rack = labels.get(RACK_LABEL)
+    if rack is None:
+        racks = sorted(k[len(RACK_RESOURCE_PREFIX) :] for k in resources if k.startswith("rack:"))
+        rack = racks[0] if racks else DEFAULT_RACK
+    types = sorted(k[len(TYPE_RESOURCE_PREFIX) :] for k in resources if k.startswith("accel"))
+    gpu_type = types[0] if types else None
+    return NodeInfo(str(node["NodeID"]), str(rack), gpus, gpu_type)
+
+
+def read_inventory(nodes: Sequence[Mapping[str, Any]]) -> Inventory:
+    """Build the inventory from ``ray.nodes()``."""
+    infos = sorted(
+        (i for i in (node_info(n) for n in nodes) if i is not None),
+        key=lambda i: (i.rack, i.node_id),
+    )
+    rack_index = {r: k for k, r in enumerate(dict.fromkeys(i.rack for i in infos))}
+    gpus: list[Gpu] = []
+    slots: list[Slot] = []
+    for machine, info in enumerate(infos):
+        for slot in range(info.gpus):
+            name = f"{info.rack}/{info.node_id[:8]}/g{slot}"
+            gpus.append(Gpu(len(gpus), name, machine, rack_index[info.rack], info.gpu_type))
+            slots.append((info.node_id, slot))
+    return Inventory(Cluster(gpus) if gpus else None, tuple(slots), tuple(infos))

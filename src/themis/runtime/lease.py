@@ -1,0 +1,316 @@
+"""The cooperative lease API that training code runs under.
+
+An app's entrypoint is ``module:function``; the runtime calls ``function(trial)`` in a
+job actor on the GPUs of a lease. The training loop asks the runtime whether to go on at
+every step, and checkpoints when its lease ends::
+
+    import themis
+
+    def train(trial):
+        state = trial.restore() or init(trial.config)   # last checkpoint, or a fresh start
+        for step in themis.lease(trial, save=lambda: state):
+            state = sgd_step(state)
+            trial.report(loss=loss(state))               # what successive halving ranks
+
+``lease`` yields step numbers from where the last checkpoint left off. It stops when the
+step budget is spent or the arbiter ends the lease (the lease was not renewed, the trial
+was stopped early, the app was cancelled); either way it writes a checkpoint of
+``save()`` and returns, and the function should return. A step counts as done once it is
+in a checkpoint; checkpoints are also written every ``checkpoint_every`` steps so that a
+crash loses little work. A job that ignores its lease is killed after a grace period and
+resumes later from its last checkpoint.
+
+Nothing here imports Ray: the job actor (``runtime.actors``) drives :func:`run_trial`
+and reads :class:`LeaseControl` from another thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHECKPOINT_FORMAT = 1
+
+
+# -- checkpoints ------------------------------------------------------------------------
+
+
+def write_checkpoint(path: str | Path, step: int, state: Any) -> None:
+    """Write ``state`` after ``step`` completed steps, atomically: a reader (or a restart
+    after a crash at any instant) sees either the previous checkpoint or this one whole."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": CHECKPOINT_FORMAT, "step": step, "state": state, "wall": time.time()}
+    fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def read_checkpoint(path: str | Path) -> tuple[int, Any] | None:
+    """(steps completed, state) of the last checkpoint, or None if there is none yet."""
+    try:
+        with open(path, "rb") as f:
+            payload = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a themis checkpoint")
+    return int(payload["step"]), payload["state"]
+
+
+# -- what the job actor and the arbiter exchange ----------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a job actor needs to run one lease of one trial."""
+
+    app_id: str
+    trial_id: str
+    token: str  # the app's token: every report back carries it
+    entrypoint: str  # module:function
+    workdir: str
+    config: dict[str, Any]
+    budget: int
+    checkpoint_path: str
+    checkpoint_every: int
+    gang: tuple[tuple[str, int], ...] = ()  # (node id, GPUs) of every actor of the gang
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a job reported since the last poll."""
+
+    app_id: str
+    trial_id: str
+    token: str
+    steps: int  # steps completed so far (checkpointed or not)
+    checkpoint_step: int  # steps in the last checkpoint written
+    reports: tuple[tuple[int, dict[str, float]], ...]  # (steps completed, metrics)
+    logs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one lease of a trial ended."""
+
+    app_id: str
+    trial_id: str
+    token: str
+    status: str  # "done" (budget spent or function returned), "paused" (lease ended), "error"
+    steps: int
+    checkpoint_step: int
+    last: Progress  # what was reported since the last poll
+    error: str | None = None
+
+
+@dataclass
+class LeaseControl:
+    """State shared between the training thread and the actor's poll/stop calls."""
+
+    start_step: int = 0
+    stop_requested: bool = False
+    steps: int = 0
+    checkpoint_step: int = 0
+    reports: list[tuple[int, dict[str, float]]] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def request_stop(self) -> None:
+        with self.lock:
+            self.stop_requested = True
+
+    def drain(self, spec: TrialSpec) -> Progress:
+        with self.lock:
+            reports, self.reports = self.reports, []
+            logs, self.logs = self.logs, []
+            return Progress(
+                spec.app_id,
+                spec.trial_id,
+                spec.token,
+                self.steps,
+                self.checkpoint_step,
+                tuple(reports),
+                tuple(logs),
+            )
+
+
+# -- the API training code sees ---------------------------------------------------------
+
+
+class Trial:
+    """One trial as its training function sees it."""
+
+    def __init__(self, spec: TrialSpec, control: LeaseControl) -> None:
+        self._spec = spec
+        self._control = control
+        self._restored: tuple[int, Any] | None = read_checkpoint(spec.checkpoint_path)
+        start = self._restored[0] if self._restored is not None else 0
+        control.start_step = control.steps = control.checkpoint_step = start
+        self._leased = False
+        self._in_step = False  # inside the body of a lease step
+
+    @property
+    def app_id(self) -> str:
+        return self._spec.app_id
+
+    @property
+    def trial_id(self) -> str:
+        return self._spec.trial_id
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """This trial's hyperparameters (drawn from the app's search space)."""
+        return dict(self._spec.config)
+
+    @property
+    def budget(self) -> int:
+        return self._spec.budget
+
+    @property
+    def start_step(self) -> int:
+        """Steps already done when this lease began (0 on a fresh start)."""
+        return self._control.start_step
+
+    @property
+    def gpus(self) -> list[str]:
+        """The GPUs of this lease on this node, as Ray set ``CUDA_VISIBLE_DEVICES``."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return [d for d in visible.split(",") if d]
+
+    @property
+    def gang(self) -> tuple[tuple[str, int], ...]:
+        """(node id, GPU count) of each actor of the gang; this one is the first."""
+        return self._spec.gang
+
+    def restore(self) -> Any | None:
+        """The state saved by the last checkpoint, or None on a fresh start."""
+        return None if self._restored is None else self._restored[1]
+
+    def report(self, **metrics: float) -> None:
+        """Record metrics as of the end of the current step (inside the lease loop) or of
+        the steps completed so far (outside it); successive halving reads them."""
+        values = {}
+        for name, value in metrics.items():
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f"metric {name} is {value}")
+            values[name] = value
+        with self._control.lock:
+            steps = self._control.steps + (1 if self._in_step else 0)
+            self._control.reports.append((steps, values))
+
+    def log(self, message: str) -> None:
+        """A line for ``themis logs``."""
+        with self._control.lock:
+            self._control.logs.append(str(message))
+
+    def should_continue(self) -> bool:
+        """False once the lease has ended or the budget is spent."""
+        with self._control.lock:
+            return not self._control.stop_requested and self._control.steps < self._spec.budget
+
+    def checkpoint(self, state: Any) -> None:
+        """Save ``state`` as of the steps completed so far."""
+        step = self._control.steps
+        write_checkpoint(self._spec.checkpoint_path, step, state)
+        with self._control.lock:
+            self._control.checkpoint_step = step
+
+
+def lease(trial: Trial, save: Callable[[], Any]) -> Iterator[int]:
+    """Yield step numbers (0-based, from the last checkpoint) while the lease lasts.
+
+    Step ``k`` counts as completed when the loop asks for the next one. ``save()`` returns
+    the state to checkpoint: it is called every ``checkpoint_every`` steps and once at the
+    end, so the last checkpoint always holds every completed step.
+    """
+    if trial._leased:
+        raise RuntimeError("lease() can be iterated once per trial run")
+    trial._leased = True
+    control = trial._control
+    every = trial._spec.checkpoint_every
+    while trial.should_continue():
+        trial._in_step = True
+        yield control.steps
+        trial._in_step = False
+        with control.lock:
+            control.steps += 1
+        if control.steps % every == 0 and control.steps < trial.budget:
+            trial.checkpoint(save())
+    if control.steps > control.checkpoint_step or control.steps == 0:
+        trial.checkpoint(save())
+
+
+# -- running one lease ------------------------------------------------------------------
+
+
+def load_entrypoint(entrypoint: str, workdir: str) -> Callable[[Trial], Any]:
+    module_name, _, function = entrypoint.partition(":")
+    if workdir not in sys.path:
+        sys.path.insert(0, workdir)
+    module = importlib.import_module(module_name)
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise AttributeError(f"{module_name} has no function {function}")
+    return fn
+
+
+def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
+    """Run one lease of a trial in this process: resume, train, checkpoint, report."""
+    try:
+        trial = Trial(spec, control)
+        if control.steps >= spec.budget:
+            return _outcome(spec, control, "done")
+        if control.stop_requested:  # the lease ended before the job even started
+            return _outcome(spec, control, "paused")
+        fn = load_entrypoint(spec.entrypoint, spec.workdir)
+        fn(trial)
+    except Exception:
+        error = traceback.format_exc(limit=8)
+        with control.lock:
+            control.logs.append(error)
+        return _outcome(spec, control, "error", error.strip().splitlines()[-1])
+    with control.lock:
+        stopped = control.stop_requested and control.steps < spec.budget
+    return _outcome(spec, control, "paused" if stopped else "done")
+
+
+def _outcome(
+    spec: TrialSpec, control: LeaseControl, status: str, error: str | None = None
+) -> Outcome:
+    last = control.drain(spec)
+    return Outcome(
+        spec.app_id,
+        spec.trial_id,
+        spec.token,
+        status,
+        last.steps,
+        last.checkpoint_step,
+        last,
+        error,
+    )

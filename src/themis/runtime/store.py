@@ -1,0 +1,455 @@
+"""The runtime's durable state: one SQLite database (WAL mode) in the state directory.
+
+It holds apps, trials (with their durable progress: the steps in their last checkpoint,
+and their attained GPU-seconds), leases, successive-halving rung metrics, requests from
+the CLI, and an event log per app. ``themis serve`` writes every change as it happens, in
+one transaction each, so a restarted arbiter rebuilds the exact same apps and progress.
+
+The CLI talks to a running arbiter through this database only: ``submit`` inserts an app,
+``cancel`` inserts a request that the arbiter answers, ``status`` and ``logs`` read.
+SQLite in WAL mode lets these readers and writers work at once across processes, and its
+locking makes a second writer wait (``busy timeout``) instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from themis.errors import ThemisError
+from themis.runtime.appfile import AppFile
+
+DB_NAME = "themis.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS apps (
+    app_id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    source TEXT NOT NULL,
+    state TEXT NOT NULL,
+    submitted_at REAL NOT NULL,
+    arrival REAL,
+    finish REAL,
+    t_cluster REAL,
+    n_avg REAL,
+    rho REAL,
+    gpus INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS trials (
+    app_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    gang INTEGER NOT NULL,
+    budget INTEGER NOT NULL,
+    steps_done INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'waiting',
+    attained REAL NOT NULL DEFAULT 0,
+    checkpoint TEXT,
+    starts INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    PRIMARY KEY (app_id, trial_id)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    app_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL,
+    gpus TEXT NOT NULL,
+    granted_at REAL NOT NULL,
+    until REAL,
+    PRIMARY KEY (app_id, trial_id)
+);
+CREATE TABLE IF NOT EXISTS rungs (
+    app_id TEXT NOT NULL,
+    trial_id TEXT NOT NULL,
+    rung INTEGER NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (app_id, trial_id, rung)
+);
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    app_id TEXT NOT NULL,
+    token TEXT,
+    payload TEXT NOT NULL DEFAULT '{}',
+    created REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending',
+    reply TEXT
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    wall REAL NOT NULL,
+    t REAL,
+    app_id TEXT NOT NULL,
+    trial_id TEXT,
+    message TEXT NOT NULL
+);
+"""
+
+#: App states: submitted (not yet admitted by the arbiter), running, finished, cancelled.
+ACTIVE_APP_STATES = ("submitted", "running")
+#: Trial states that still need GPUs.
+LIVE_TRIAL_STATES = ("waiting", "running")
+
+
+@dataclass(frozen=True)
+class AppRow:
+    app_id: str
+    token_hash: str
+    spec: AppFile
+    source: str
+    state: str
+    submitted_at: float
+    arrival: float | None
+    finish: float | None
+    t_cluster: float | None
+    n_avg: float | None
+    rho: float | None
+    gpus: int
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    app_id: str
+    trial_id: str
+    idx: int
+    config: dict[str, Any]
+    gang: int
+    budget: int
+    steps_done: int
+    state: str
+    attained: float
+    checkpoint: str | None
+    starts: int
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class LeaseRow:
+    app_id: str
+    trial_id: str
+    gpus: list[list[Any]]  # [[node_id, slot], ...]
+    granted_at: float
+    until: float | None
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    id: int
+    kind: str
+    app_id: str
+    token: str | None
+    payload: dict[str, Any]
+    created: float
+    state: str
+    reply: str | None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    wall: float
+    t: float | None
+    app_id: str
+    trial_id: str | None
+    message: str
+
+
+def trial_id_of(index: int) -> str:
+    return f"t{index:03d}"
+
+
+class Store:
+    """One connection to the state database; not shared between threads."""
+
+    def __init__(self, state_dir: str | Path) -> None:
+        self.state_dir = Path(state_dir)
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ThemisError(
+                f"cannot create state directory: {exc.strerror}", source=str(state_dir)
+            ) from None
+        self.path = self.state_dir / DB_NAME
+        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        with self.tx():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+        os.chmod(self.path, 0o600)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (taken at once, so writers queue instead of deadlocking)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row["value"]
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def epoch(self) -> float:
+        """The wall-clock instant the runtime's clock counts from, fixed at first use so
+        that arrival and finish times keep their meaning across restarts."""
+        with self.tx() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
+            if row is not None:
+                return float(row["value"])
+            epoch = time.time()
+            db.execute("INSERT INTO meta (key, value) VALUES ('epoch', ?)", (repr(epoch),))
+            return epoch
+
+    # -- apps and trials ------------------------------------------------------------------
+
+    def add_app(self, app: AppFile, token_hash: str, source: str) -> None:
+        """Insert a submitted app and its trials; a name in use is refused."""
+        with self.tx() as db:
+            if db.execute("SELECT 1 FROM apps WHERE app_id = ?", (app.name,)).fetchone():
+                raise ThemisError(
+                    f"an app named '{app.name}' was already submitted", source=source, field="name"
+                )
+            db.execute(
+                "INSERT INTO apps (app_id, token_hash, spec, source, state, submitted_at)"
+                " VALUES (?, ?, ?, ?, 'submitted', ?)",
+                (app.name, token_hash, json.dumps(app.to_dict()), source, time.time()),
+            )
+            db.executemany(
+                "INSERT INTO trials (app_id, trial_id, idx, config, gang, budget)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (app.name, trial_id_of(i), i, json.dumps(c), app.gpus_per_trial, app.steps)
+                    for i, c in enumerate(app.configs)
+                ],
+            )
+
+    def apps(self, states: tuple[str, ...] | None = None) -> list[AppRow]:
+        """Apps in submission order, optionally only those in ``states``."""
+        query = "SELECT * FROM apps"
+        args: tuple[Any, ...] = ()
+        if states is not None:
+            query += f" WHERE state IN ({','.join('?' * len(states))})"
+            args = states
+        rows = self.db.execute(query + " ORDER BY submitted_at, app_id", args).fetchall()
+        return [_app_row(r) for r in rows]
+
+    def app(self, app_id: str) -> AppRow | None:
+        row = self.db.execute("SELECT * FROM apps WHERE app_id = ?", (app_id,)).fetchone()
+        return None if row is None else _app_row(row)
+
+    def update_app(self, app_id: str, **fields: Any) -> None:
+        _check_columns(fields, {"state", "arrival", "finish", "t_cluster", "n_avg", "rho", "gpus"})
+        with self.tx() as db:
+            _update(db, "apps", fields, "app_id = ?", (app_id,))
+
+    def trials(self, app_id: str | None = None) -> list[TrialRow]:
+        if app_id is None:
+            rows = self.db.execute("SELECT * FROM trials ORDER BY app_id, idx").fetchall()
+        else:
+            rows = self.db.execute(
+                "SELECT * FROM trials WHERE app_id = ? ORDER BY idx", (app_id,)
+            ).fetchall()
+        return [_trial_row(r) for r in rows]
+
+    def update_trial(self, app_id: str, trial_id: str, **fields: Any) -> None:
+        _check_columns(
+            fields, {"steps_done", "state", "attained", "checkpoint", "starts", "reason"}
+        )
+        with self.tx() as db:
+            _update(db, "trials", fields, "app_id = ? AND trial_id = ?", (app_id, trial_id))
+
+    # -- leases ---------------------------------------------------------------------------
+
+    def set_lease(
+        self,
+        app_id: str,
+        trial_id: str,
+        gpus: list[tuple[str, int]],
+        granted_at: float,
+        until: float | None,
+    ) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO leases (app_id, trial_id, gpus, granted_at, until)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (app_id, trial_id, json.dumps([list(g) for g in gpus]), granted_at, until),
+            )
+            db.execute(
+                "UPDATE trials SET state = 'running' WHERE app_id = ? AND trial_id = ?",
+                (app_id, trial_id),
+            )
+
+    def drop_lease(self, app_id: str, trial_id: str) -> None:
+        with self.tx() as db:
+            db.execute("DELETE FROM leases WHERE app_id = ? AND trial_id = ?", (app_id, trial_id))
+
+    def leases(self, app_id: str | None = None) -> list[LeaseRow]:
+        if app_id is None:
+            rows = self.db.execute("SELECT * FROM leases ORDER BY app_id, trial_id").fetchall()
+        else:
+            rows = self.db.execute(
+                "SELECT * FROM leases WHERE app_id = ? ORDER BY trial_id", (app_id,)
+            ).fetchall()
+        return [
+            LeaseRow(r["app_id"], r["trial_id"], json.loads(r["gpus"]), r["granted_at"], r["until"])
+            for r in rows
+        ]
+
+    def void_leases(self) -> int:
+        """At start-up: leases of a previous arbiter process ended with it (its job actors
+        died with it); their trials wait again. Returns how many were voided."""
+        with self.tx() as db:
+            count = db.execute("DELETE FROM leases").rowcount
+            db.execute("UPDATE trials SET state = 'waiting' WHERE state = 'running'")
+            return count
+
+    # -- successive halving ---------------------------------------------------------------
+
+    def add_rung(self, app_id: str, trial_id: str, rung: int, value: float) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO rungs (app_id, trial_id, rung, value) VALUES (?, ?, ?, ?)",
+                (app_id, trial_id, rung, value),
+            )
+
+    def rungs(self, app_id: str) -> dict[int, dict[str, float]]:
+        """rung -> {trial_id: metric value at that rung}."""
+        out: dict[int, dict[str, float]] = {}
+        for r in self.db.execute("SELECT * FROM rungs WHERE app_id = ?", (app_id,)):
+            out.setdefault(r["rung"], {})[r["trial_id"]] = r["value"]
+        return out
+
+    # -- requests from the CLI ------------------------------------------------------------
+
+    def add_request(
+        self, kind: str, app_id: str, token: str | None, payload: dict[str, Any] | None = None
+    ) -> int:
+        with self.tx() as db:
+            cur = db.execute(
+                "INSERT INTO requests (kind, app_id, token, payload, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (kind, app_id, token, json.dumps(payload or {}), time.time()),
+            )
+            return int(cur.lastrowid or 0)
+
+    def pending_requests(self) -> list[RequestRow]:
+        rows = self.db.execute(
+            "SELECT * FROM requests WHERE state = 'pending' ORDER BY id"
+        ).fetchall()
+        return [_request_row(r) for r in rows]
+
+    def request(self, request_id: int) -> RequestRow | None:
+        row = self.db.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
+        return None if row is None else _request_row(row)
+
+    def answer(self, request_id: int, state: str, reply: str) -> None:
+        """Close a request; its token is erased, as it is no longer needed."""
+        with self.tx() as db:
+            db.execute(
+                "UPDATE requests SET state = ?, reply = ?, token = NULL WHERE id = ?",
+                (state, reply, request_id),
+            )
+
+    # -- event log ------------------------------------------------------------------------
+
+    def log(self, t: float | None, app_id: str, trial_id: str | None, message: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO events (wall, t, app_id, trial_id, message) VALUES (?, ?, ?, ?, ?)",
+                (time.time(), t, app_id, trial_id, message),
+            )
+
+    def events(self, app_id: str, after: int = 0) -> list[tuple[int, EventRow]]:
+        rows = self.db.execute(
+            "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id", (app_id, after)
+        ).fetchall()
+        return [
+            (r["id"], EventRow(r["wall"], r["t"], r["app_id"], r["trial_id"], r["message"]))
+            for r in rows
+        ]
+
+
+def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+
+
+def _update(
+    db: sqlite3.Connection, table: str, fields: dict[str, Any], where: str, args: tuple[Any, ...]
+) -> None:
+    if not fields:
+        return
+    sets = ", ".join(f"{k} = ?" for k in fields)
+    db.execute(f"UPDATE {table} SET {sets} WHERE {where}", (*fields.values(), *args))
+
+
+def _app_row(r: sqlite3.Row) -> AppRow:
+    return AppRow(
+        r["app_id"],
+        r["token_hash"],
+        AppFile.from_dict(json.loads(r["spec"])),
+        r["source"],
+        r["state"],
+        r["submitted_at"],
+        r["arrival"],
+        r["finish"],
+        r["t_cluster"],
+        r["n_avg"],
+        r["rho"],
+        r["gpus"],
+    )
+
+
+def _trial_row(r: sqlite3.Row) -> TrialRow:
+    return TrialRow(
+        r["app_id"],
+        r["trial_id"],
+        r["idx"],
+        json.loads(r["config"]),
+        r["gang"],
+        r["budget"],
+        r["steps_done"],
+        r["state"],
+        r["attained"],
+        r["checkpoint"],
+        r["starts"],
+        r["reason"],
+    )
+
+
+def _request_row(r: sqlite3.Row) -> RequestRow:
+    return RequestRow(
+        r["id"],
+        r["kind"],
+        r["app_id"],
+        r["token"],
+        json.loads(r["payload"]),
+        r["created"],
+        r["state"],
+        r["reply"],
+    )

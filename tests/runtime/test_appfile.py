@@ -1,0 +1,128 @@
+"""app.yaml: every field checked, one-line errors naming the field, configs drawn once."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from themis.errors import ThemisError
+from themis.runtime.appfile import Halving, load_app_file
+
+GOOD = """
+name: sweep-1
+entrypoint: mlp:train
+trials: 5
+gpus_per_trial: 2
+steps: 100
+step_time: 0.5
+search_space:
+  lr: [0.1, 0.01]
+  hidden: [8, 16]
+  wd: {loguniform: [0.0001, 0.01]}
+early_stopping: {rule: successive_halving, metric: loss, mode: min, eta: 3, min_steps: 10}
+placement: {cross_machine: 0.8}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "app.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_good_file_resolves_every_field(tmp_path: Path) -> None:
+    app = load_app_file(write(tmp_path, GOOD))
+    assert (app.name, app.entrypoint, app.trials, app.gpus_per_trial) == (
+        "sweep-1",
+        "mlp:train",
+        5,
+        2,
+    )
+    assert app.steps == 100 and app.step_time == 0.5
+    assert app.halving == Halving("loss", "min", 3, 10)
+    assert app.halving.rungs(100) == [10, 30, 90]
+    assert (app.cross_machine, app.cross_rack) == (0.8, 0.8)  # cross_rack defaults to it
+    assert app.workdir == str(tmp_path.resolve())
+    # The grid is walked in order and cycled: 4 points for 5 trials.
+    grid = [(c["lr"], c["hidden"]) for c in app.configs]
+    assert grid == [(0.1, 8), (0.1, 16), (0.01, 8), (0.01, 16), (0.1, 8)]
+    assert all(1e-4 <= c["wd"] <= 1e-2 for c in app.configs)
+    assert len({c["wd"] for c in app.configs}) == 5
+
+
+def test_draws_are_a_function_of_the_seed(tmp_path: Path) -> None:
+    first = load_app_file(write(tmp_path, GOOD)).configs
+    again = load_app_file(write(tmp_path, GOOD)).configs
+    other = load_app_file(write(tmp_path, GOOD + "seed: 3\n")).configs
+    assert first == again
+    assert [c["wd"] for c in first] != [c["wd"] for c in other]
+
+
+def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
+    from themis.runtime.appfile import AppFile
+
+    app = load_app_file(write(tmp_path, GOOD))
+    assert AppFile.from_dict(app.to_dict()) == app
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (("trials: 5", "trials: 0"), "trials", "must be >= 1"),
+        (("trials: 5", "trials: five"), "trials", "must be an integer"),
+        (("steps: 100", "steps: 1.5"), "steps", "must be an integer"),
+        (("step_time: 0.5", "step_time: -1"), "step_time", "> 0"),
+        (("entrypoint: mlp:train", "entrypoint: mlp.train"), "entrypoint", "module:function"),
+        (("name: sweep-1", "name: 'a b'"), "name", "letters"),
+        (("eta: 3", "eta: 1"), "early_stopping.eta", ">= 2"),
+        (("mode: min", "mode: lowest"), "early_stopping.mode", "'min' or 'max'"),
+        (("rule: successive_halving", "rule: hyperband"), "early_stopping.rule", "successive"),
+        (("cross_machine: 0.8", "cross_machine: 1.5"), "placement.cross_machine", "at most"),
+        (("[0.1, 0.01]", "[]"), "search_space.lr", "empty"),
+        (("loguniform: [0.0001, 0.01]", "lognormal: [1, 2]"), "search_space.wd", "unknown"),
+        (("loguniform: [0.0001, 0.01]", "uniform: [2, 1]"), "search_space.wd", "low < high"),
+        (("gpus_per_trial: 2", "gpus_per_trial: 2\ncolour: red"), "colour", "unknown field"),
+    ],
+)
+def test_malformed_field_is_named(tmp_path: Path, change, field, fragment) -> None:
+    old, new = change
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(ThemisError) as info:
+        load_app_file(path)
+    message = info.value.format()
+    assert f"field '{field}'" in message
+    assert fragment in message
+    assert "\n" not in message
+    assert message.startswith(str(path))
+
+
+def test_missing_field_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("steps: 100\n", ""))
+    with pytest.raises(ThemisError, match="field 'steps': is required"):
+        load_app_file(path)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: a\ntrials: [1, 2\nsteps: 3\n")
+    with pytest.raises(ThemisError) as info:
+        load_app_file(path)
+    assert info.value.line is not None and info.value.line >= 2
+    assert "invalid YAML" in info.value.message
+
+
+def test_not_a_mapping_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ThemisError, match="expected a mapping"):
+        load_app_file(write(tmp_path, "- 1\n- 2\n"))
+    with pytest.raises(ThemisError, match="cannot read app file"):
+        load_app_file(tmp_path / "nope.yaml")
+
+
+def test_loguniform_draws_are_log_spread(tmp_path: Path) -> None:
+    text = GOOD.replace("trials: 5", "trials: 400")
+    configs = load_app_file(write(tmp_path, text)).configs
+    logs = [math.log10(c["wd"]) for c in configs]
+    below = sum(x < -3 for x in logs)  # half the log range
+    assert 150 < below < 250

@@ -1,0 +1,101 @@
+"""The lease API in one process: resume, stop on request, atomic checkpoints, reports."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import themis
+from tests.runtime.conftest import HERE
+from themis.runtime.lease import (
+    LeaseControl,
+    TrialSpec,
+    read_checkpoint,
+    run_trial,
+    write_checkpoint,
+)
+
+
+def spec(tmp_path: Path, entry: str = "trainers:paced", budget: int = 12, **config) -> TrialSpec:
+    return TrialSpec(
+        "app",
+        "t000",
+        "tok",
+        entry,
+        str(HERE),
+        {"quality": 1.0, "step_time": 0.0, **config},
+        budget,
+        str(tmp_path / "ck" / "checkpoint.pkl"),
+        checkpoint_every=5,
+    )
+
+
+def test_budget_run_reports_every_step_and_checkpoints(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    outcome = run_trial(s, LeaseControl())
+    assert (outcome.status, outcome.steps, outcome.checkpoint_step) == ("done", 12, 12)
+    assert [steps for steps, _ in outcome.last.reports] == list(range(1, 13))
+    step, state = read_checkpoint(s.checkpoint_path)
+    assert step == 12 and state["steps_run"] == list(range(12))
+
+
+def test_stop_request_checkpoints_and_resume_keeps_the_count(tmp_path: Path) -> None:
+    s = spec(tmp_path, budget=40, step_time=0.02)
+    control = LeaseControl()
+    timer = threading.Timer(0.25, control.request_stop)
+    timer.start()
+    first = run_trial(s, control)
+    timer.cancel()
+    assert first.status == "paused"
+    assert 0 < first.steps < 40 and first.checkpoint_step == first.steps
+    second = run_trial(s, LeaseControl())
+    assert second.status == "done" and second.steps == 40
+    assert [steps for steps, _ in second.last.reports][0] == first.steps + 1
+    _, state = read_checkpoint(s.checkpoint_path)
+    assert state["steps_run"] == list(range(40))  # resumed, nothing lost or repeated
+    assert len(state["pids"]) == 2
+
+
+def test_stopped_before_start_runs_nothing(tmp_path: Path) -> None:
+    control = LeaseControl()
+    control.request_stop()
+    outcome = run_trial(spec(tmp_path), control)
+    assert (outcome.status, outcome.steps) == ("paused", 0)
+
+
+def test_errors_are_outcomes_with_the_message(tmp_path: Path) -> None:
+    outcome = run_trial(spec(tmp_path, "trainers:broken"), LeaseControl())
+    assert outcome.status == "error"
+    assert outcome.error == "ValueError: this trial is broken"
+    assert any("Traceback" in line for line in outcome.last.logs)
+    missing = run_trial(spec(tmp_path, "no_such_module:train"), LeaseControl())
+    assert missing.status == "error" and "ModuleNotFoundError" in (missing.error or "")
+
+
+def test_checkpoint_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.pkl"
+    write_checkpoint(path, 3, {"a": 1})
+
+    class Boom(Exception):
+        pass
+
+    def fail(*args, **kwargs):
+        raise Boom
+
+    monkeypatch.setattr("pickle.dump", fail)
+    with pytest.raises(Boom):
+        write_checkpoint(path, 4, {"a": 2})
+    assert read_checkpoint(path) == (3, {"a": 1})  # the old one, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["c.pkl"]  # no temp file left
+
+
+def test_lease_is_exported_lazily() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, themis; assert 'ray' not in sys.modules; themis.lease; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert themis.lease.__module__ == "themis.runtime.lease"

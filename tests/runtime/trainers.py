@@ -1,0 +1,47 @@
+"""Training functions the runtime tests submit (imported in job actors from this folder).
+
+``paced`` trains a tiny linear regression by SGD and paces each step to ``step_time``
+seconds, standing in for a GPU step of known length on a machine whose GPUs are logical.
+Its checkpointed state lists every step index it ran, so a test can check that no
+completed step was lost or run twice in the trial's lineage.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+import themis
+
+
+def paced(trial: themis.Trial) -> None:
+    config = trial.config
+    step_time = float(config.get("step_time", 0.1))
+    state = trial.restore() or {"w": np.zeros(4), "steps_run": [], "pids": []}
+    state["pids"].append(os.getpid())
+    rng = np.random.default_rng(len(state["steps_run"]))
+    truth = np.array([1.0, -2.0, 0.5, 3.0])
+    for step in themis.lease(trial, save=lambda: state):
+        started = time.monotonic()
+        x = rng.normal(size=(32, 4))
+        y = x @ truth
+        grad = x.T @ (x @ state["w"] - y) / len(y)
+        state["w"] -= 0.05 * grad
+        state["steps_run"].append(step)
+        # Lower quality, higher loss: successive halving must stop the worst.
+        trial.report(loss=float(np.mean((x @ state["w"] - y) ** 2)) + 10.0 / config["quality"])
+        rest = step_time - (time.monotonic() - started)
+        if rest > 0:
+            time.sleep(rest)
+
+
+def stubborn(trial: themis.Trial) -> None:
+    """Ignores its lease: never asks whether to go on."""
+    while True:
+        time.sleep(0.05)
+
+
+def broken(trial: themis.Trial) -> None:
+    raise ValueError("this trial is broken")
