@@ -121,6 +121,8 @@ def test_spread_unclaimed_is_solved_by_highs(monkeypatch: pytest.MonkeyPatch) ->
     assert calls == ["highs"]
     # Nothing unclaimed: no LP at all, the shares come back unchanged.
     assert spread_unclaimed([a, b], [1.5, 1.5], 3.0) == [1.5, 1.5]
+    # Room for every cap: the optimum is forced, no LP either.
+    assert spread_unclaimed([a, b], [a.saturation, b.saturation], 6.0) == [3.0, 3.0]
     assert calls == ["highs"]
 
 

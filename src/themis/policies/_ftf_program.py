@@ -30,8 +30,9 @@ Stage 2 is a linear program solved with HiGHS (``scipy.optimize.linprog``): with
 app's rho held at its stage-1 level (``x_a >= x*_a``), give the GPUs still unclaimed to
 apps that can run more jobs at once (``x_a <= cap_a``) so that no GPU idles in the plan,
 the worst rho first. It has work to do only when every app is saturated (the cluster can
-give everybody all it can use to finish as early as possible); otherwise stage 1 already
-hands out all ``C`` GPUs and the LP's only feasible optimum is stage 1's shares.
+give everybody all it needs to finish as early as possible) and the apps' caps do not all
+fit; otherwise its optimum is forced (stage 1's shares when they already fill the cluster,
+every cap when all caps fit) and is returned without calling the solver.
 """
 
 from __future__ import annotations
@@ -214,6 +215,8 @@ def spread_unclaimed(
     room = [ld.cap - s for ld, s in zip(loads, base, strict=True)]
     if unclaimed <= SHARE_TOL or max(room, default=0.0) <= SHARE_TOL:
         return base
+    if sum(room) <= unclaimed:  # room for every cap: the LP's only optimum, no solve needed
+        return [max(s, ld.cap) for ld, s in zip(loads, base, strict=True)]
     n = len(loads)
     order = sorted(range(n), key=lambda i: (-loads[i].rho(base[i]), i))
     weights = np.empty(n)
