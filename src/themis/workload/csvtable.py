@@ -118,6 +118,7 @@ class CsvTable:
             decoded_lines(self._handle, source),
             skipinitialspace=True,
             delimiter=spec.delimiter,
+            strict=True,
         )
         self._first: list[str] | None = None
         try:
@@ -127,11 +128,13 @@ class CsvTable:
             raise
 
     def _next(self) -> list[str] | None:
+        start = self._reader.line_num + 1  # a quoted field may run over several lines
         try:
             return next(self._reader, None)
         except csv.Error as exc:
+            hint = " (a quote opened here is never closed)" if "end of data" in str(exc) else ""
             raise ThemisError(
-                f"malformed CSV: {exc}", source=self.source, line=self._reader.line_num
+                f"malformed CSV: {exc}{hint}", source=self.source, line=start
             ) from None
 
     def _read_header(self) -> list[str]:

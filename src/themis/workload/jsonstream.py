@@ -106,8 +106,10 @@ class JsonStream:
             raise self.error(f"invalid JSON: expected {what}, found {shown}")
         self._advance(self._pos + 1)
 
-    def value(self) -> tuple[Any, int, str]:
-        """Decode the next value. Returns (value, its first line, its text)."""
+    def value(self, where: str = "") -> tuple[Any, int, str]:
+        """Decode the next value. Returns (value, its first line, its text). (``where``,
+        the value's path, is for the YAML stream's signature: a JSON decode error is
+        about the text, not a field.)"""
         if self.peek() is None:
             raise self.error("invalid JSON: the file ends where a value should be")
         line = self.line
@@ -138,8 +140,11 @@ class JsonStream:
 
     # -- structure ---------------------------------------------------------------------
 
-    def items(self) -> Iterator[tuple[int, Any, int, str]]:
-        """The elements of the list at the cursor: (index, value, line, text)."""
+    def items(self, where: str = "") -> Iterator[tuple[int, Any, int, str]]:
+        """The elements of the list at the cursor: (index, value, line, text); ``where``
+        is the list's path."""
+        if where and self.peek() != "[":
+            raise self.error("must be a list", field=where)
         self.take("[", "'[' (a list)")
         if self.peek() == "]":
             self._advance(self._pos + 1)

@@ -172,10 +172,14 @@ def _foreign_apps(
 ) -> tuple[list[AppSpec], ModelResolver]:
     jobs = list(read.jobs)  # reads the file; exclusions are complete after this
     if not jobs:
-        raise ThemisError(
-            f"no simulable jobs: every row is excluded ({read.exclusions.describe()})",
-            source=source,
-        )
+        if read.exclusions.total:
+            lines = [n for n in read.exclusions.first_line.values() if n is not None]
+            raise ThemisError(
+                f"no simulable jobs: every row is excluded ({read.exclusions.describe()})",
+                source=source,
+                line=min(lines) if lines else None,
+            )
+        raise ThemisError("the trace has no jobs", source=source, line=1)
     resolver = ModelResolver(profiles, seed)
     field = _MODEL_FIELD.get(fmt, "model")
     if read.strict_models:

@@ -23,7 +23,7 @@ def node_lines(extra: Any, base: int, source: str) -> dict[str, int]:
     from themis.workload.yamlstream import YamlStream
 
     try:
-        _, _, rel = YamlStream(io.BytesIO(str(extra).encode("utf-8")), source).value()
+        _, _, rel = YamlStream(io.BytesIO(str(extra).encode("utf-8")), source).document()
     except ThemisError:
         return {}
     return {path: base + n - 1 for path, n in rel.items()}

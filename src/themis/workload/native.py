@@ -154,7 +154,7 @@ class _Reader:
         )
 
     def _read_header_key(self, key: str, line: int) -> None:
-        value, line, extra = self.stream.value()
+        value, line, extra = self.stream.value(key)
         self.header[key] = value
         self.header_lines[key] = line
         error = best_match(_key_validator(key).iter_errors(value))
@@ -170,7 +170,7 @@ class _Reader:
             raise self.fail("duplicate key", line, "apps")
         self.header["apps"] = True
         count = 0
-        for index, raw, app_line, extra in self.stream.items():
+        for index, raw, app_line, extra in self.stream.items("apps"):
             self._add_app(index, raw, app_line, extra)
             count += 1
         if count == 0:

@@ -11,6 +11,7 @@ can write ``.inf`` and ``.nan``), and an error names the key it is about.
 from __future__ import annotations
 
 import math
+from datetime import date, datetime
 from typing import Any
 
 _APP_KEYS = ("id", "arrival", "model", "jobs")
@@ -27,6 +28,8 @@ class Problem(Exception):
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, (datetime, date)):
+        return f"the date {value}"  # YAML reads an unquoted 2020-01-01 as a date
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

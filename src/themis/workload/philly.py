@@ -53,23 +53,23 @@ def _jobs(handle, stream: JsonStream, exclusions: Exclusions, source: str) -> It
     with handle:
         for index, obj, line, text in stream.items():
             try:
-                job = _job(obj, line, exclusions)
+                job_id, job = _job(obj, line, exclusions)
             except _Bad as bad:
                 at = line_of(node_lines(text, line, source), bad.path.lstrip("."), line)
                 raise ThemisError(
                     bad.message, source=source, line=at, field=f"[{index}]{bad.path}"
                 ) from None
-            if job is None:
-                continue
-            first = seen.setdefault(job.job_id, line)
+            first = seen.setdefault(job_id, line)
             if first != line:
+                at = line_of(node_lines(text, line, source), "jobid", line)
                 raise ThemisError(
-                    f"duplicate jobid '{job.job_id}' (first on line {first})",
+                    f"duplicate jobid '{job_id}' (first on line {first})",
                     source=source,
-                    line=line,
+                    line=at,
                     field=f"[{index}].jobid",
                 )
-            yield job
+            if job is not None:
+                yield job
         stream.end()
 
 
@@ -115,7 +115,8 @@ def _gpus(attempt: dict[str, Any], path: str) -> int:
     return count
 
 
-def _job(obj: Any, line: int, exclusions: Exclusions) -> TraceJob | None:
+def _job(obj: Any, line: int, exclusions: Exclusions) -> tuple[str, TraceJob | None]:
+    """The job's id, and the job (None when it is excluded, counted in ``exclusions``)."""
     if not isinstance(obj, dict):
         raise _Bad("", f"expected a job object, got {obj!r}"[:120])
     for key in FIELDS:
@@ -146,20 +147,22 @@ def _job(obj: Any, line: int, exclusions: Exclusions) -> TraceJob | None:
         spans.append((start, end, _gpus(attempt, where)))
     if submit is None:
         exclusions.add("no_submitted_time", line)
-        return None
+        return job_id, None
     if not spans:
         exclusions.add("never_started", line)
-        return None
+        return job_id, None
     last_start, last_end, _ = spans[-1]
     if last_end is None and last_start is not None:
         exclusions.add("unfinished", line)
-        return None
+        return job_id, None
     if any(start is None or end is None for start, end, _ in spans):
         exclusions.add("attempt_without_times", line)
-        return None
+        return job_id, None
     gang = max(gpus for _, _, gpus in spans)
     if gang == 0:
         exclusions.add("no_gpus", line)
-        return None
+        return job_id, None
     gpu_seconds = sum((end - start) * gpus for start, end, gpus in spans)  # type: ignore[operator]
-    return TraceJob(job_id, submit, gang, gpu_seconds / gang, None, None, line, user=f"{vc}/{user}")
+    return job_id, TraceJob(
+        job_id, submit, gang, gpu_seconds / gang, None, None, line, user=f"{vc}/{user}"
+    )
