@@ -92,6 +92,9 @@ class OptimusPolicy(Policy):
 
     def schedule(self, view: SchedulingView) -> Schedule:
         rnd = open_round(view, self.options.lease)
+        capacity = rnd.capacity
+        if capacity == 0:  # nothing to hand out (an arrival while every GPU is held)
+            return place(rnd, [])
         cluster = view.cluster
         held: Counter[int] = Counter()
         for job in rnd.keep:
@@ -100,7 +103,6 @@ class OptimusPolicy(Policy):
         for job in rnd.ending:
             ending.setdefault(id(job.app), []).append(job)
         heap: list[tuple[tuple[int, float, int], AppPlan, JobState]] = []
-        capacity = rnd.capacity
         for order, app in enumerate(view.apps):
             running = sorted(ending.get(id(app), []), key=lambda j: -j.remaining_at(view.now))
             jobs = running + app.idle_jobs()
