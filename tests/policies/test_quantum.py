@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from themis.model.cluster import Cluster
+from themis.policies import PolicyOptions, make_policy
 from themis.policies._quantum import fill, open_round, place, quantum_end
+from themis.simulator.engine import simulate
 
-from .hand import hold, make_app, view
+from .hand import hold, make_app, view, workload
 
 
 @pytest.mark.parametrize(
@@ -65,3 +67,21 @@ def test_round_keeps_running_jobs_and_places_largest_gangs_first() -> None:
         "a3": (2, 3),
         "a2": (1,),
     }
+
+
+@pytest.mark.parametrize("policy", ["gandiva", "optimus", "slaq"])
+def test_a_policy_object_reused_for_a_second_run_schedules_it_afresh(policy: str) -> None:
+    # The policies keep state between rounds (Gandiva's queue, SLAQ's cached priorities):
+    # a second run with the same object must give the schedule a fresh object gives.
+    apps = [
+        ("a", 0.0, [(1, 30.0), (2, 20.0)]),
+        ("b", 5.0, [(1, 12.0), (1, 40.0)]),
+        ("c", 7.0, [(2, 9.0)], "vgg"),
+    ]
+    cluster = Cluster.from_spec("1x2x2")
+    options = PolicyOptions(lease=10.0)
+    reused = make_policy(policy, options)
+    first = simulate(workload(apps), cluster, reused, batch_window=0.0)
+    again = simulate(workload(apps), cluster, reused, batch_window=0.0)
+    fresh = simulate(workload(apps), cluster, make_policy(policy, options), batch_window=0.0)
+    assert again.intervals == fresh.intervals == first.intervals
