@@ -25,6 +25,8 @@ from themis.errors import ThemisError
 from themis.workload.textio import decoded_chunks
 
 _WS = re.compile(r"[ \t\n\r]*")
+#: Characters that may continue a number the decoder has stopped at.
+_NUMBER_TAIL = frozenset("0123456789.eE+-")
 #: An error this close to the end of the buffer may be a value cut by the chunk boundary.
 _TAIL = 64
 
@@ -111,7 +113,7 @@ class JsonStream:
         the value's path, is for the YAML stream's signature: a JSON decode error is
         about the text, not a field.)"""
         if self.peek() is None:
-            raise self.error("invalid JSON: the file ends where a value should be")
+            raise self.error("truncated: the file ends where a value should be")
         line = self.line
         while True:
             try:
@@ -126,8 +128,8 @@ class JsonStream:
                 raise self.error(f"invalid JSON: {exc} is not a JSON number", line=line) from None
             except _DuplicateKey as exc:
                 raise self.error(f"duplicate key '{exc}'", line=line) from None
-            if end == len(self._buf) and self._fill():
-                continue  # a number at the very end may go on in the next chunk
+            if (end == len(self._buf) or self._buf[end] in _NUMBER_TAIL) and self._fill():
+                continue  # a number cut by the chunk boundary ("0" of "0.5") goes on
             text = self._buf[self._pos : end]
             self._advance(end)
             return obj, line, text
