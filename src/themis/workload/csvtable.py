@@ -71,11 +71,9 @@ class Row:
             raise self.fail(name, "empty")
         return value
 
-    def number(self, name: str, *, minimum: float | None = None, empty_ok: bool = False):
-        """A finite number (>= ``minimum``); None for an empty cell when ``empty_ok``."""
+    def number(self, name: str, *, minimum: float | None = None) -> float:
+        """A finite number (>= ``minimum``)."""
         text = self.cell(name)
-        if empty_ok and text == "":
-            return None
         try:
             value = parse_number(text)
         except ValueError:
@@ -83,6 +81,10 @@ class Row:
         if minimum is not None and value < minimum:
             raise self.fail(name, f"must be >= {minimum:g}, got {text}")
         return value
+
+    def number_or_none(self, name: str, *, minimum: float | None = None) -> float | None:
+        """Like :meth:`number`, with None for an empty cell (a time not recorded)."""
+        return None if self.cell(name) == "" else self.number(name, minimum=minimum)
 
     def integer(self, name: str, *, minimum: int | None = None, float_ok: bool = False) -> int:
         """A whole number (>= ``minimum``); ``float_ok`` also takes ``8.0``."""
@@ -95,15 +97,17 @@ class Row:
             raise self.fail(name, f"must be >= {minimum}, got {text}")
         return value
 
-    def stamp(self, name: str, *, empty_ok: bool = False) -> float | None:
-        """A ``YYYY-MM-DD HH:MM:SS`` time as seconds; None for an empty cell when allowed."""
+    def stamp(self, name: str) -> float:
+        """A ``YYYY-MM-DD HH:MM:SS`` time as seconds (see ``textio.seconds_of_stamp``)."""
         text = self.cell(name)
-        if empty_ok and text == "":
-            return None
         try:
             return seconds_of_stamp(text)
         except ValueError:
             raise self.fail(name, f"'{text}' is not YYYY-MM-DD HH:MM:SS") from None
+
+    def stamp_or_none(self, name: str) -> float | None:
+        """Like :meth:`stamp`, with None for an empty cell."""
+        return None if self.cell(name) == "" else self.stamp(name)
 
 
 class CsvTable:

@@ -68,8 +68,8 @@ def _jobs(table: CsvTable, exclusions: Exclusions) -> Iterator[TraceJob]:
         row.integer("node_num", minimum=0, float_ok=True)
         row.text("state")
         submit = row.stamp("submit_time")
-        start = row.stamp("start_time", empty_ok=True)
-        end = row.stamp("end_time", empty_ok=True)
+        start = row.stamp_or_none("start_time")
+        end = row.stamp_or_none("end_time")
         if start is not None and end is not None and end < start:
             raise row.fail("end_time", f"ends before it starts ({row.cell('start_time')})")
         duration = row.number("duration", minimum=0.0)
@@ -77,4 +77,4 @@ def _jobs(table: CsvTable, exclusions: Exclusions) -> Iterator[TraceJob]:
         if gpus == 0:
             exclusions.add("cpu_only", row.line)
             continue
-        yield TraceJob(job_id, submit, gpus, duration, None, None, row.line, user=f"{vc}/{user}")  # type: ignore[arg-type]
+        yield TraceJob(job_id, submit, gpus, duration, None, None, row.line, user=f"{vc}/{user}")

@@ -53,5 +53,5 @@ def _jobs(table: CsvTable) -> Iterator[TraceJob]:
             None,
             model,
             row.line,
-            group=experiment,  # type: ignore[arg-type]
+            group=experiment,
         )

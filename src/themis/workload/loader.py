@@ -201,15 +201,7 @@ def _foreign_apps(
             arrival = min(j.submit for j in members) - origin
         else:
             arrival = k * app_interval
-        specs = tuple(
-            JobSpec(
-                j.job_id,
-                j.gang,
-                j.iterations if j.iterations is not None else j.seconds * j.gang / tpi,  # type: ignore[operator]
-                j.line,
-            )
-            for j in members
-        )
+        specs = tuple(JobSpec(j.job_id, j.gang, j.work(tpi), j.line) for j in members)
         apps.append(AppSpec(app_id, float(arrival), model, specs))
     return apps, resolver
 
@@ -234,7 +226,9 @@ def _app_model(
                 line=job.line,
                 field=field,
             )
-    return first.model if strict else resolver.foreign(first.model)  # type: ignore[return-value,arg-type]
+    name = first.model
+    assert name is not None  # named jobs only
+    return name if strict else resolver.foreign(name)
 
 
 def _native_apps(
@@ -265,15 +259,7 @@ def _native_apps(
                 field=f"apps[{app.index}].model",
             )
         tpi = profiles[model].time_per_iteration
-        specs = tuple(
-            JobSpec(
-                j.job_id,
-                j.gpus,
-                j.iterations if j.iterations is not None else j.duration * j.gpus / tpi,  # type: ignore[operator]
-                j.line,
-            )
-            for j in app.jobs
-        )
+        specs = tuple(JobSpec(j.job_id, j.gpus, j.work(tpi), j.line) for j in app.jobs)
         arrival = app.arrival if mode is ArrivalMode.TRACE else k * app_interval
         apps.append(AppSpec(app.app_id, float(arrival), model, specs))
     return apps, resolver

@@ -56,6 +56,12 @@ class NativeJob:
     duration: float | None
     line: int
 
+    def work(self, time_per_iteration: float) -> float:
+        """Iterations: given, or ``duration`` on the gang at one-machine speed."""
+        if self.iterations is not None:
+            return self.iterations
+        return (self.duration or 0.0) * self.gpus / time_per_iteration
+
 
 @dataclass
 class NativeApp:

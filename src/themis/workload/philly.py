@@ -162,7 +162,9 @@ def _job(obj: Any, line: int, exclusions: Exclusions) -> tuple[str, TraceJob | N
     if gang == 0:
         exclusions.add("no_gpus", line)
         return job_id, None
-    gpu_seconds = sum((end - start) * gpus for start, end, gpus in spans)  # type: ignore[operator]
+    gpu_seconds = sum(
+        (end - start) * gpus for start, end, gpus in spans if start is not None and end is not None
+    )
     return job_id, TraceJob(
         job_id, submit, gang, gpu_seconds / gang, None, None, line, user=f"{vc}/{user}"
     )

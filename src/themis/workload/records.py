@@ -44,6 +44,15 @@ class TraceJob:
     group: str | None = None
     user: str | None = None
 
+    def work(self, time_per_iteration: float) -> float:
+        """Iterations of a model of this ``time_per_iteration``: given, or the recorded
+        seconds on the gang at one-machine speed."""
+        if self.iterations is not None:
+            return self.iterations
+        if self.seconds is None:
+            raise ValueError(f"job {self.job_id} has neither seconds nor iterations")
+        return self.seconds * self.gang / time_per_iteration
+
 
 @dataclass
 class Exclusions:
