@@ -28,7 +28,14 @@ def test_help_exits_zero(cli, args) -> None:
 
 
 def test_every_command_is_registered() -> None:
-    assert set(group.commands) == {"simulate", "compare", "auction", "policies", "experiment"}
+    assert set(group.commands) == {
+        "simulate",
+        "compare",
+        "auction",
+        "policies",
+        "experiment",
+        "trace",
+    }
 
 
 def test_unknown_command_is_one_line(cli) -> None:

@@ -35,9 +35,11 @@ BATCH_WINDOW_S = DEFAULT_BATCH_WINDOW
 #: Seed of the model draw for traces without a model column, and of the policy's choices.
 SEED = 0
 
-#: Apps arrive one every ``APP_INTERVAL_S`` seconds in trace order (``interval``) or at
-#: their trace start times (``trace``, an uncontended cluster; see ``themis.workload``).
-ARRIVALS = "interval"
+#: ``--arrivals`` has no single default: HyperDrive apps arrive one every
+#: ``APP_INTERVAL_S`` seconds in trace order (``interval``; at their own start times the
+#: cluster is uncontended), every other format at its trace times (``trace``), since a
+#: generated or production trace's arrival times are the point of it
+#: (``themis.workload.default_arrivals``).
 
 #: Seconds between arrivals in ``interval`` mode: about 1.4x the 64-GPU cluster's capacity
 #: with the HyperDrive trace (the loader's default, re-exported here).

@@ -18,6 +18,7 @@ from themis.cli.auction import auction
 from themis.cli.experiment import experiment
 from themis.cli.policies import policies
 from themis.cli.simulate import compare, simulate
+from themis.cli.trace import trace
 from themis.errors import ThemisError
 
 #: Exit code of every user error (ThemisError or a usage error).
@@ -40,6 +41,7 @@ cli.add_command(compare)
 cli.add_command(auction)
 cli.add_command(policies)
 cli.add_command(experiment)
+cli.add_command(trace)
 
 
 def one_line(message: str) -> str:
