@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from themis.runtime.appfile import Halving
-from themis.runtime.halving import halving_stops
+from themis.runtime.halving import decide, next_stop
 
 H = Halving("loss", "min", 2, 10)
 TRIALS = ["a", "b", "c", "d"]
@@ -11,30 +11,39 @@ TRIALS = ["a", "b", "c", "d"]
 
 def test_rung_waits_for_every_entrant() -> None:
     values = {10: {"a": 0.5, "b": 0.1, "c": 0.9}}
-    assert halving_stops(H, 40, TRIALS, values, set()) == {}
+    got = decide(H, 40, TRIALS, values, set())
+    assert got.stops == {} and got.decided == ()
+    assert next_stop(H, 40, 10, got.decided) == 20
+    assert next_stop(H, 40, 3, got.decided) == 10  # d must pause at 10 first
 
 
 def test_worst_half_stopped_then_next_rung() -> None:
     values = {10: {"a": 0.5, "b": 0.1, "c": 0.9, "d": 0.3}}
-    assert halving_stops(H, 40, TRIALS, values, set()) == {"a": 10, "c": 10}
+    got = decide(H, 40, TRIALS, values, set())
+    assert got.stops == {"a": 10, "c": 10} and got.decided == (10,)
+    assert next_stop(H, 40, 10, got.decided) == 20
     # Rung 20 is entered by b and d only; a and c's values there do not matter.
     values[20] = {"b": 0.05, "d": 0.2, "a": 0.0}
-    assert halving_stops(H, 40, TRIALS, values, set()) == {"a": 10, "c": 10, "d": 20}
+    got = decide(H, 40, TRIALS, values, set())
+    assert got.stops == {"a": 10, "c": 10, "d": 20} and got.decided == (10, 20)
+    assert next_stop(H, 40, 20, got.decided) == 40  # b runs to its budget
 
 
 def test_ended_trials_do_not_block_and_odd_counts_round_up() -> None:
     # d failed before rung 10: 3 values, keep ceil(3/2) = 2.
     values = {10: {"a": 0.5, "b": 0.1, "c": 0.9}}
-    assert halving_stops(H, 40, TRIALS, values, {"d"}) == {"c": 10}
+    assert decide(H, 40, TRIALS, values, {"d"}).stops == {"c": 10}
 
 
 def test_max_mode_and_ties_go_to_the_earlier_trial() -> None:
     h = Halving("acc", "max", 2, 10)
     values = {10: {"a": 0.7, "b": 0.7, "c": 0.9, "d": 0.1}}
-    assert halving_stops(h, 40, TRIALS, values, set()) == {"b": 10, "d": 10}
+    assert decide(h, 40, TRIALS, values, set()).stops == {"b": 10, "d": 10}
 
 
 def test_no_rung_at_or_beyond_the_budget() -> None:
     assert H.rungs(10) == []
     assert H.rungs(41) == [10, 20, 40]
-    assert halving_stops(H, 10, TRIALS, {10: {"a": 1.0}}, set()) == {}
+    assert decide(H, 10, TRIALS, {10: {"a": 1.0}}, set()).stops == {}
+    assert next_stop(H, 10, 0, ()) == 10
+    assert next_stop(None, 10, 0, ()) == 10

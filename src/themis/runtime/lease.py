@@ -99,6 +99,11 @@ class TrialSpec:
     checkpoint_path: str
     checkpoint_every: int
     gang: tuple[tuple[str, int], ...] = ()  # (node id, GPUs) of every actor of the gang
+    stop_at: int | None = None  # pause here (a successive-halving rung); None: the budget
+
+    @property
+    def stop(self) -> int:
+        return self.budget if self.stop_at is None else min(self.stop_at, self.budget)
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,9 @@ class Outcome:
     app_id: str
     trial_id: str
     token: str
-    status: str  # "done" (budget spent or function returned), "paused" (lease ended), "error"
+    # "done": the budget (or the rung it was to pause at) is reached or the function
+    # returned by itself; "paused": the lease ended first; "error": the function raised.
+    status: str
     steps: int
     checkpoint_step: int
     last: Progress  # what was reported since the last poll
@@ -230,9 +237,10 @@ class Trial:
             self._control.logs.append(str(message))
 
     def should_continue(self) -> bool:
-        """False once the lease has ended or the budget is spent."""
+        """False once the lease has ended, the budget is spent or the trial must pause at
+        a successive-halving rung."""
         with self._control.lock:
-            return not self._control.stop_requested and self._control.steps < self._spec.budget
+            return not self._control.stop_requested and self._control.steps < self._spec.stop
 
     def checkpoint(self, state: Any) -> None:
         """Save ``state`` as of the steps completed so far."""
@@ -260,7 +268,7 @@ def lease(trial: Trial, save: Callable[[], Any]) -> Iterator[int]:
         trial._in_step = False
         with control.lock:
             control.steps += 1
-        if control.steps % every == 0 and control.steps < trial.budget:
+        if control.steps % every == 0 and control.steps < trial._spec.stop:
             trial.checkpoint(save())
     if control.steps > control.checkpoint_step or control.steps == 0:
         trial.checkpoint(save())
@@ -284,7 +292,7 @@ def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
     """Run one lease of a trial in this process: resume, train, checkpoint, report."""
     try:
         trial = Trial(spec, control)
-        if control.steps >= spec.budget:
+        if control.steps >= spec.stop:
             return _outcome(spec, control, "done")
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
@@ -296,7 +304,7 @@ def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
             control.logs.append(error)
         return _outcome(spec, control, "error", error.strip().splitlines()[-1])
     with control.lock:
-        stopped = control.stop_requested and control.steps < spec.budget
+        stopped = control.stop_requested and control.steps < spec.stop
     return _outcome(spec, control, "paused" if stopped else "done")
 
 

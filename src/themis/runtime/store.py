@@ -96,8 +96,8 @@ CREATE TABLE IF NOT EXISTS events (
 
 #: App states: submitted (not yet admitted by the arbiter), running, finished, cancelled.
 ACTIVE_APP_STATES = ("submitted", "running")
-#: Trial states that still need GPUs.
-LIVE_TRIAL_STATES = ("waiting", "running")
+#: Trial states of trials not over yet (parked: paused at a successive-halving rung).
+LIVE_TRIAL_STATES = ("waiting", "running", "parked")
 
 
 @dataclass(frozen=True)

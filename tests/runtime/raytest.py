@@ -1,0 +1,98 @@
+"""Helpers of the tests that run a real local Ray cluster: start it once per module, drive
+the arbiter service tick by tick, read results back from the store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from themis.model.workload import Workload
+from themis.policies import make_policy
+from themis.reports import app_rows
+from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
+from themis.runtime.lease import read_checkpoint
+from themis.runtime.model import app_profile, app_spec
+from themis.runtime.store import Store
+from themis.simulator import simulate
+
+#: Short leases and grace so that a test sees several of each in seconds.
+FAST = ServiceOptions(
+    lease=8.0, batch_window=1.0, grace=4.0, tick=0.1, inventory_every=0.5, status_every=0.5
+)
+
+
+def local_cluster() -> Iterator[object]:
+    """A module's cluster: head (machine 0, rack r0) + one more node, 2 GPUs each."""
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # no token files under ~/.ray in tests
+    from themis.runtime import ray_cluster
+
+    local = ray_cluster.start_local(gpus=4, machines=2, racks=1)
+    try:
+        yield local
+    finally:
+        local.shutdown()
+        shutil.rmtree(local.temp_root, ignore_errors=True)
+
+
+def make_service(store: Store, tmp: Path, options: ServiceOptions = FAST) -> ArbiterService:
+    import ray
+
+    return ArbiterService(store, tmp / "checkpoints", options, ray.nodes)
+
+
+def drive(
+    service: ArbiterService,
+    until: Callable[[], bool],
+    timeout: float,
+    each: Callable[[], None] | None = None,
+) -> float:
+    """Tick the service until ``until()`` holds; fail after ``timeout`` seconds."""
+    start = time.monotonic()
+    while not until():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"condition not met within {timeout}s")
+        service.tick()
+        if each is not None:
+            each()
+        time.sleep(service.options.tick)
+    return time.monotonic() - start
+
+
+def app_state(store: Store, app_id: str) -> str:
+    row = store.app(app_id)
+    assert row is not None
+    return row.state
+
+
+def lineage(tmp: Path, app_id: str, trial_id: str) -> dict:
+    """The paced trainer's checkpointed state: steps run and the pids that ran them."""
+    found = read_checkpoint(tmp / "checkpoints" / app_id / trial_id / "checkpoint.pkl")
+    assert found is not None
+    return found[1]
+
+
+def events(store: Store, app_id: str) -> list[tuple[float, str | None, str]]:
+    return [(e.t or 0.0, e.trial_id, e.message) for _, e in store.events(app_id)]
+
+
+def simulated_rho(store: Store, service: ArbiterService) -> dict[str, float]:
+    """What the simulator predicts for the same apps, arrivals and cluster under the
+    same policy options: the post-hoc rho of each app."""
+    rows = [r for r in store.apps() if r.arrival is not None]
+    apps = tuple(app_spec(r.spec, r.arrival) for r in rows)
+    profiles = {r.app_id: app_profile(r.spec) for r in rows}
+    workload = Workload(apps, profiles, "runtime")
+    options = service.options
+    assert service.cluster is not None
+    result = simulate(
+        workload,
+        service.cluster,
+        make_policy(options.policy, options.policy_options()),
+        batch_window=options.batch_window,
+    )
+    return {row.app_id: row.rho for row in app_rows(result)}

@@ -1,0 +1,346 @@
+"""The runtime on a real local Ray cluster (2 nodes x 2 logical GPUs, started once).
+
+Each test drives the arbiter service tick by tick in this process and checks what the
+store, the checkpoints and the event log say afterwards.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.runtime.conftest import HERE, app_yaml
+from tests.runtime.raytest import (
+    FAST,
+    app_state,
+    drive,
+    events,
+    lineage,
+    local_cluster,
+    make_service,
+    simulated_rho,
+)
+from themis.runtime.client import submit
+from themis.runtime.lease import Progress
+from themis.runtime.store import Store
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    yield from local_cluster()
+
+
+def paced_app(tmp: Path, name: str, trials: int, steps: int, step_time: float, **extra):
+    space = {"quality": [1.0], "step_time": [step_time]}
+    return app_yaml(
+        tmp, name, trials=trials, steps=steps, step_time=step_time, search_space=space, **extra
+    )
+
+
+@pytest.mark.timeout(150)
+def test_two_apps_compete_leases_move_gpus_and_rho_matches_the_simulator(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    # Trials of 12 s and leases of 10 s: a's first lease ends before its trials do, b
+    # takes over, then a finishes. Each hand-over costs the runtime a job restart
+    # (~2 s on 2 cores), which the simulator does not model: that is most of the gap.
+    submit(store, paced_app(tmp_path, "a", trials=4, steps=60, step_time=0.2))
+    service = make_service(store, tmp_path, replace(FAST, lease=10.0))
+    rounds = []
+    real = service.policy.schedule
+
+    def spy(view):
+        schedule = real(view)
+        rounds.append(service.policy.arbiter.last_round)
+        return schedule
+
+    service.policy.schedule = spy
+    drive(service, lambda: len(service.running) == 4, 30)
+    pause = time.monotonic() + 2.0
+    drive(service, lambda: time.monotonic() > pause, 10)
+    submit(store, paced_app(tmp_path, "b", trials=4, steps=60, step_time=0.2))
+    elapsed = drive(
+        service, lambda: app_state(store, "a") == app_state(store, "b") == "finished", 120
+    )
+
+    # Leases expired and the GPUs went to b, the worse-off app, in that very round.
+    a_events, b_events = events(store, "a"), events(store, "b")
+    first_b = min(t for t, trial, m in b_events if trial and m.startswith("granted"))
+    a_ended = [t for t, trial, m in a_events if m.startswith("lease ended")]
+    assert a_ended and abs(min(a_ended) - first_b) < 1.0
+    handover = next(r for r in rounds if r is not None and r.now >= first_b - 1e-6)
+    assert handover.rhos["b"] > handover.rhos["a"]
+    # Preempted trials resumed from their checkpoints with their step counts kept.
+    resumed = [m for _, trial, m in a_events if trial and "from step" in m and "step 0" not in m]
+    assert resumed
+    for app in ("a", "b"):
+        for trial in store.trials(app):
+            state = lineage(tmp_path, app, trial.trial_id)
+            assert state["steps_run"] == list(range(60)), (app, trial.trial_id)
+            assert trial.steps_done == 60 and trial.state == "finished"
+    assert max(len(lineage(tmp_path, "a", t.trial_id)["pids"]) for t in store.trials("a")) >= 2
+
+    # Both apps' rho is close to the simulator's for the same arrivals and cluster.
+    predicted = simulated_rho(store, service)
+    measured = {app: store.app(app).rho for app in ("a", "b")}
+    gaps = {app: measured[app] / predicted[app] - 1.0 for app in measured}
+    print(f"\nrho measured {measured}, simulated {predicted}, gap {gaps}, run {elapsed:.1f}s")
+    for app, gap in gaps.items():
+        assert -0.2 < gap < 0.75, (app, measured, predicted)
+    service.shutdown()
+
+
+@pytest.mark.timeout(120)
+def test_successive_halving_stops_the_worst_trials_and_frees_their_gpus(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    halving = {"rule": "successive_halving", "metric": "loss", "eta": 2, "min_steps": 10}
+    space = {"quality": [1.0, 2.0, 4.0, 8.0], "step_time": [0.1]}
+    submit(
+        store,
+        app_yaml(tmp_path, "sh", trials=4, steps=40, search_space=space, early_stopping=halving),
+    )
+    service = make_service(store, tmp_path)
+    drive(service, lambda: len(service.running) == 4, 30)
+    submit(store, paced_app(tmp_path, "other", trials=4, steps=20, step_time=0.1))
+    drive(service, lambda: app_state(store, "sh") == "finished", 90)
+
+    trials = {t.trial_id: t for t in store.trials("sh")}
+    # loss = fit + 10 / quality: t000 (q=1) and t001 (q=2) lose at 10 steps, t002 at 20.
+    assert [trials[t].state for t in sorted(trials)] == [
+        "stopped",
+        "stopped",
+        "stopped",
+        "finished",
+    ]
+    assert "at step 10" in trials["t000"].reason and "at step 10" in trials["t001"].reason
+    assert "at step 20" in trials["t002"].reason
+    assert trials["t003"].steps_done == 40
+    assert all(trials[t].steps_done < 40 for t in ("t000", "t001", "t002"))
+    # The freed GPUs went to the other app while sh was still running.
+    stop_at = min(t for t, trial, m in events(store, "sh") if "successive halving" in m)
+    other_grants = [t for t, trial, m in events(store, "other") if m.startswith("granted")]
+    sh_finish = store.app("sh").finish
+    assert any(stop_at - 1e-6 <= t < sh_finish for t in other_grants)
+    service.shutdown()
+
+
+@pytest.mark.timeout(120)
+def test_numpy_mlp_example_sweep_stops_the_learning_rate_that_cannot_learn(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    example = HERE.parent.parent / "examples" / "mlp_sweep" / "app.yaml"
+    submit(store, example)
+    service = make_service(store, tmp_path)
+    drive(service, lambda: app_state(store, "mlp-sweep") == "finished", 100)
+    trials = {t.trial_id: t for t in store.trials("mlp-sweep")}
+    # lr = 0.001 (t000, t001) barely moves the loss in 50 steps: first out.
+    assert trials["t000"].state == trials["t001"].state == "stopped"
+    assert "at step 50" in trials["t000"].reason
+    assert sum(t.state == "finished" for t in trials.values()) == 1  # 8 -> 4 -> 2 -> 1
+    service.shutdown()
+
+
+@pytest.mark.timeout(90)
+def test_killed_job_actor_restarts_from_its_checkpoint_and_reports_need_the_token(
+    cluster, tmp_path
+):
+    import ray
+
+    store = Store(tmp_path / "state")
+    submit(store, paced_app(tmp_path, "k", trials=2, steps=50, step_time=0.1))
+    service = make_service(store, tmp_path)
+    durable: dict[str, list[int]] = {"t000": [], "t001": []}
+
+    def record() -> None:
+        for t in store.trials("k"):
+            durable[t.trial_id].append(t.steps_done)
+
+    drive(service, lambda: store.trials("k")[0].steps_done >= 10, 40, record)
+    victim = service.running[("k", "t000")]
+    # A report from t000's job claiming to be another app's, or with a forged token,
+    # is refused and changes nothing.
+    forged = Progress("k", "t000", "not-the-token", 49, 49, ((49, {"loss": 0.0}),), ())
+    assert not service.accept_report(victim, forged)
+    other = Progress("a", "t000", victim.spec.token, 49, 49, (), ())
+    assert not service.accept_report(victim, other)
+    assert service.accept_report(victim, Progress("k", "t000", victim.spec.token, 1, 0, (), ()))
+    before = store.trials("k")[0].steps_done
+    ray.kill(victim.actors[0], no_restart=True)
+    drive(service, lambda: app_state(store, "k") == "finished", 60, record)
+
+    messages = [m for _, trial, m in events(store, "k") if trial == "t000"]
+    assert any(m.startswith("job lost") for m in messages)
+    starts = [int(m.rsplit(" ", 1)[1]) for m in messages if m.startswith("granted")]
+    assert starts[0] == 0 and len(starts) >= 2
+    assert starts[1] >= before >= 10  # resumed from its checkpoint, not from scratch
+    state = lineage(tmp_path, "k", "t000")
+    assert state["steps_run"] == list(range(50)) and len(state["pids"]) >= 2
+    for steps in durable.values():  # no completed (checkpointed) step ever lost
+        assert steps == sorted(steps) and steps[-1] == 50
+    assert any("refused a report" in m for _, _, m in events(store, "k"))
+    service.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_job_ignoring_its_lease_is_killed_after_the_grace_period(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    path = app_yaml(tmp_path, "stub", trials=1, steps=10, entrypoint="trainers:stubborn")
+    token = submit(store, path).token
+    service = make_service(store, tmp_path)
+    drive(service, lambda: ("stub", "t000") in service.running, 20)
+    time.sleep(2.0)  # let the actor start its (endless) loop
+    rid = store.add_request("cancel", "stub", token)
+    started = time.monotonic()
+    drive(service, lambda: not service.draining and store.request(rid).state == "done", 30)
+    waited = time.monotonic() - started
+    assert FAST.grace <= waited < FAST.grace + 10
+    messages = [m for _, _, m in events(store, "stub")]
+    assert any("killed after grace" in m for m in messages)
+    assert app_state(store, "stub") == "cancelled"
+    service.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_wrong_token_cannot_cancel_or_release_another_apps_gpus(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    mine = submit(store, paced_app(tmp_path, "mine", trials=2, steps=200, step_time=0.1))
+    theirs = submit(store, paced_app(tmp_path, "theirs", trials=2, steps=200, step_time=0.1))
+    service = make_service(store, tmp_path)
+    drive(service, lambda: len(service.running) == 4, 30)
+
+    refused = [
+        store.add_request("cancel", "theirs", mine.token),
+        store.add_request("release", "theirs", mine.token, {"trial": "t000"}),
+        store.add_request("cancel", "theirs", None),
+    ]
+    drive(service, lambda: not store.pending_requests(), 10)
+    for rid in refused:
+        row = store.request(rid)
+        assert (row.state, row.reply) == ("refused", "wrong token for app 'theirs'")
+        assert row.token is None
+    assert app_state(store, "theirs") == "running"
+    assert {lease.trial_id for lease in store.leases("theirs")} == {"t000", "t001"}
+    # The right token releases one lease, then cancels.
+    ok = store.add_request("release", "theirs", theirs.token, {"trial": "t000"})
+    drive(service, lambda: store.request(ok).state != "pending", 10)
+    assert store.request(ok).reply == "released the lease of t000"
+    ok = store.add_request("cancel", "theirs", theirs.token)
+    drive(service, lambda: store.request(ok).state != "pending", 10)
+    assert app_state(store, "theirs") == "cancelled" and store.leases("theirs") == []
+    assert {t.state for t in store.trials("theirs")} == {"cancelled"}
+    service.shutdown()
+
+
+@pytest.mark.timeout(120)
+def test_node_removed_has_its_jobs_rescheduled(cluster, tmp_path):
+    extra = cluster.add_machine(2, "r1")
+    store = Store(tmp_path / "state")
+    submit(store, paced_app(tmp_path, "n", trials=6, steps=40, step_time=0.1))
+    service = make_service(store, tmp_path)
+    drive(service, lambda: service.cluster is not None and service.cluster.size == 6, 20)
+    drive(service, lambda: min(t.steps_done for t in store.trials("n")) >= 5, 60)
+    lost_node = extra.node_id
+    on_lost = {
+        key[1]
+        for key, rj in service.running.items()
+        if any(node == lost_node for node, _ in rj.spec.gang)
+    }
+    assert len(on_lost) == 2
+    cluster.remove_machine(extra)
+    drive(service, lambda: app_state(store, "n") == "finished", 90)
+
+    assert service.cluster.size == 4
+    messages = events(store, "n")
+    lost = {trial for _, trial, m in messages if m.startswith(("node lost", "job lost"))}
+    assert on_lost <= lost
+    for trial in store.trials("n"):
+        assert trial.steps_done == 40
+        assert lineage(tmp_path, "n", trial.trial_id)["steps_run"] == list(range(40))
+    service.shutdown()
+
+
+@pytest.mark.timeout(180)
+def test_arbiter_killed_and_restarted_continues_every_app_from_sqlite(cluster, tmp_path):
+    state = tmp_path / "state"
+    store = Store(state)
+    submit(store, paced_app(tmp_path, "r1", trials=2, steps=150, step_time=0.1))
+    r2 = submit(store, paced_app(tmp_path, "r2", trials=2, steps=150, step_time=0.1))
+    env = {**__import__("os").environ, "RAY_AUTH_MODE": "disabled"}
+    serve = [
+        __import__("sys").executable,
+        "-m",
+        "themis.runtime",
+        "serve",
+        "--address",
+        cluster.address,
+        "--state-dir",
+        str(state),
+        "--storage",
+        str(tmp_path / "checkpoints"),
+        "--lease",
+        "8",
+        "--batch-window",
+        "1",
+        "--grace",
+        "4",
+        "--exit-when-done",
+    ]
+    first = subprocess.Popen(serve, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while min(t.steps_done for a in ("r1", "r2") for t in store.trials(a)) < 20:
+            assert time.monotonic() < deadline, "no progress before the kill"
+            assert first.poll() is None, first.stderr.read()
+            time.sleep(0.2)
+        before = {(a, t.trial_id): t.steps_done for a in ("r1", "r2") for t in store.trials(a)}
+        first.kill()
+        first.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    # Killed: its job actors die with it; the store still has every app and step.
+    assert {r.app_id: r.state for r in store.apps()} == {"r1": "running", "r2": "running"}
+    second = subprocess.Popen(serve, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        # The CLI's refusal of a wrong token is one line, exit 2.
+        wrong = subprocess.run(
+            [*serve[:3], "cancel", "r2", "--state-dir", str(state), "--wait", "30"],
+            env={**env, "THEMIS_TOKEN": r2.token + "x"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert wrong.returncode == 2
+        assert wrong.stderr.strip() == "themis: error: refused: wrong token for app 'r2'"
+        second.wait(150)
+    finally:
+        if second.poll() is None:
+            second.kill()
+    assert second.returncode == 0, second.stderr.read()
+    for app in ("r1", "r2"):
+        assert app_state(store, app) == "finished"
+        assert any("arbiter restarted" in m for _, _, m in events(store, app))
+        for trial in store.trials(app):
+            assert trial.steps_done == 150 >= before[(app, trial.trial_id)]
+            steps = lineage(tmp_path, app, trial.trial_id)["steps_run"]
+            assert steps == list(range(150))
+
+
+@pytest.mark.timeout(30)
+def test_ray_listens_on_loopback_only(cluster):
+    ours = {p.pid for p in psutil.Process().children(recursive=True)}
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    checked = 0
+    for line in out.splitlines():
+        local = line.split()[3]
+        pids = {int(x) for x in __import__("re").findall(r"pid=(\d+)", line)}
+        if pids & ours:
+            checked += 1
+            host = local.rsplit(":", 1)[0]
+            assert host in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), line
+    assert checked >= 4  # GCS, raylets, object managers...
