@@ -365,6 +365,20 @@ def test_policy_shares_use_the_views_n_avg_and_themis_rho() -> None:
     assert held == {"A": 2, "B": 2}
 
 
+def test_n_avg_below_one_counts_as_one() -> None:
+    # N_avg includes the app itself. The simulator reports 0 when an app is admitted a
+    # rounding error after its arrival (an average over a zero-length span): the program
+    # must treat it as 1 (rho defined), not crash. Lone app: share = its cap, rho 1.
+    cluster = Cluster.from_spec("1x1x4")
+    app = _view_app("A", 0.0, [(1, 100.0)] * 2, cluster)
+    policy = GavelFtfPolicy(PolicyOptions(lease=60.0))
+    schedule = policy.schedule(SchedulingView(1e-15, cluster, [app], lambda _a: 0.0))
+    assert policy.last_shares == {"A": approx(2.0)}
+    assert policy.last_allocation is not None
+    assert policy.last_allocation.max_rho == approx(1.0)
+    assert sorted(len(g.gpus) for g in schedule.values()) == [1, 1]
+
+
 def test_rejects_a_non_positive_round() -> None:
     with pytest.raises(ValueError):
         GavelFtfPolicy(PolicyOptions(lease=0.0))

@@ -105,12 +105,16 @@ class GavelFtfPolicy(Policy):
         loads = []
         ids = []
         for app in apps:
+            # N_avg counts the app itself, so it is >= 1; the guard only matters when the
+            # simulator admits an app a rounding error after its arrival and averages over
+            # that zero-length span (0 / epsilon).
+            n_avg = max(view.n_avg(app), 1.0)
             load = app_load(
                 app.profile,
                 app.remaining_by_gang(now),
                 view.cluster.shape,
                 now - app.arrival,
-                app.t_cluster * view.n_avg(app),
+                app.t_cluster * n_avg,
             )
             if load is not None:
                 loads.append(load)
