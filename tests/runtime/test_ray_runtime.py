@@ -236,6 +236,20 @@ def test_wrong_token_cannot_cancel_or_release_another_apps_gpus(cluster, tmp_pat
     service.shutdown()
 
 
+@pytest.mark.timeout(60)
+def test_gang_spanning_machines_gets_an_actor_per_node_and_ray_sets_the_gpus(cluster, tmp_path):
+    store = Store(tmp_path / "state")
+    submit(store, paced_app(tmp_path, "g", trials=1, steps=10, step_time=0.1, gpus_per_trial=3))
+    service = make_service(store, tmp_path)
+    drive(service, lambda: app_state(store, "g") == "finished", 40)
+    ((gpus, gang),) = lineage(tmp_path, "g", "t000")["leases"]
+    # 3 GPUs over two 2-GPU machines: 2 on one node (the training actor) + 1 on the other.
+    assert sorted(count for _, count in gang) == [1, 2] and gang[0][1] == 2
+    assert len({node for node, _ in gang}) == 2
+    assert len(gpus) == 2 and len(set(gpus)) == 2  # CUDA_VISIBLE_DEVICES of its node
+    service.shutdown()
+
+
 @pytest.mark.timeout(120)
 def test_node_removed_has_its_jobs_rescheduled(cluster, tmp_path):
     extra = cluster.add_machine(2, "r1")

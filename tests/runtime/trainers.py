@@ -19,8 +19,9 @@ import themis
 def paced(trial: themis.Trial) -> None:
     config = trial.config
     step_time = float(config.get("step_time", 0.1))
-    state = trial.restore() or {"w": np.zeros(4), "steps_run": [], "pids": []}
+    state = trial.restore() or {"w": np.zeros(4), "steps_run": [], "pids": [], "leases": []}
     state["pids"].append(os.getpid())
+    state["leases"].append((trial.gpus, trial.gang))
     rng = np.random.default_rng(len(state["steps_run"]))
     truth = np.array([1.0, -2.0, 0.5, 3.0])
     for step in themis.lease(trial, save=lambda: state):
