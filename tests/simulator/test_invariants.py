@@ -215,3 +215,19 @@ def test_max_min_work_conservation() -> None:
     result = run(Workload(apps, PROFILES, "shrunk"), "1x2x2", "max-min", PolicyOptions(), 0.0)
     check_result(result, "max-min")
     assert idle_while_waiting(result) == []
+
+
+@pytest.mark.parametrize("policy", ["fifo", "themis", "max-min"])
+def test_arrival_batched_with_a_later_event(policy: str) -> None:
+    # Found by a property run: a job ends at 4 + ~1e-7 (7 iterations of vgg19 on a 3-gang
+    # across machines) and an app with no work arrives at 4.0, within the simulator's
+    # batching EPSILON. The batch is handled at its latest time, yet the empty app must
+    # finish at its own arrival and its N_avg must not be 0/epsilon.
+    apps = (
+        AppSpec("a0", 0.0, "vgg19", (JobSpec("a0j0", 3, 7.0),)),
+        AppSpec("a1", 4.0, "vgg19", (JobSpec("a1j0", 1, 0.0),)),
+    )
+    workload = Workload(apps, PROFILES, "shrunk")
+    result = run(workload, "1x2x2", policy, PolicyOptions(), 0.0)
+    check_result(result, policy)
+    assert all(n >= 1.0 for n in result.n_avg.values())

@@ -70,6 +70,10 @@ class Simulator:
         self.all_apps: list[AppState] = []
         self.activity = ActiveApps()
         self.integral_at_arrival: dict[str, float] = {}
+        # When each app entered the books: its arrival, or up to EPSILON later when its
+        # arrival was batched with a later event. N_avg is averaged from here, where its
+        # integral starts.
+        self.admitted_at: dict[str, float] = {}
         self.n_avg_lifetime: dict[str, float] = {}
         self.tokens: dict[int, int] = {}
         self.intervals: list[Interval] = []
@@ -122,13 +126,14 @@ class Simulator:
         for job in app.jobs:
             job.updated_at = now
             if job.spec.work <= 0:
-                job.finish(now)  # nothing to run (a trial that died at once)
+                job.finish(spec.arrival)  # nothing to run (a trial that died at once)
         self.activity.change(now, +1)
         self.integral_at_arrival[app.app_id] = self.activity.integral(now)
+        self.admitted_at[app.app_id] = now
         self.active.append(app)
         self.all_apps.append(app)
         if not app.live_jobs():
-            self._app_done(app, now)
+            self._app_done(app, now, finish=spec.arrival)
 
     def finish_job(self, job: JobState, now: float) -> None:
         self._stop(job, now)
@@ -136,10 +141,11 @@ class Simulator:
         if all(j.finished_at is not None for j in job.app.jobs):
             self._app_done(job.app, now)
 
-    def _app_done(self, app: AppState, now: float) -> None:
-        app.finish = now
+    def _app_done(self, app: AppState, now: float, finish: float | None = None) -> None:
+        """``finish`` defaults to ``now``; an app with no work finishes at its arrival."""
+        app.finish = now if finish is None else finish
         self.n_avg_lifetime[app.app_id] = self.activity.n_avg(
-            app.arrival, self.integral_at_arrival[app.app_id], now
+            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], now
         )
         self.activity.change(now, -1)
         self.active.remove(app)
@@ -159,7 +165,9 @@ class Simulator:
     # -- rounds -----------------------------------------------------------------------------
 
     def _n_avg(self, app: AppState) -> float:
-        return self.activity.n_avg(app.arrival, self.integral_at_arrival[app.app_id], self._now)
+        return self.activity.n_avg(
+            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], self._now
+        )
 
     def _round(self, now: float) -> None:
         self._now = now
