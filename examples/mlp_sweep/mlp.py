@@ -78,4 +78,5 @@ def train(trial: themis.Trial) -> None:
         sgd_step(params, x[batch], y[batch], lr)
         params["rng"] = rng.bit_generator.state
         trial.report(loss=loss(params, x_val, y_val))
-    trial.log(f"from step {trial.start_step}: val loss {loss(params, x_val, y_val):.4f}")
+    val = loss(params, x_val, y_val)
+    trial.log(f"steps {trial.start_step}-{trial.steps}: val loss {val:.4f}")

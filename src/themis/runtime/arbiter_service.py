@@ -167,8 +167,10 @@ class ArbiterService:
                     job.finished_at = now  # paused at a rung: no demand until decided
             self.apps[row.app_id] = live
             self.active.append(state)
+            message = "arbiter restarted: resuming from the store"
             if voided:
-                self.store.log(now, row.app_id, None, "arbiter restarted: resuming from the store")
+                message += f" ({voided} leases of the previous process void)"
+            self.store.log(now, row.app_id, None, message)
 
     # -- the loop -------------------------------------------------------------------------
 

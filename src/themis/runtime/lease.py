@@ -199,6 +199,12 @@ class Trial:
         return self._spec.budget
 
     @property
+    def steps(self) -> int:
+        """Steps completed so far (the current one excluded while inside the lease loop)."""
+        with self._control.lock:
+            return self._control.steps
+
+    @property
     def start_step(self) -> int:
         """Steps already done when this lease began (0 on a fresh start)."""
         return self._control.start_step

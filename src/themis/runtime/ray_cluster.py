@@ -19,6 +19,7 @@ Everything started here is stopped through the handle it returns, never with
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -71,10 +72,14 @@ class LocalCluster:
         self.workers.remove(node)
 
     def shutdown(self) -> None:
+        """Stop every node started here (by handle) and remove the session files."""
         import ray
 
         ray.shutdown()
-        self.handle.shutdown()
+        try:
+            self.handle.shutdown()
+        finally:
+            shutil.rmtree(self.temp_root, ignore_errors=True)
 
 
 def _host() -> str:
@@ -103,7 +108,7 @@ def start_local(
     import ray
     from ray.cluster_utils import Cluster as RayCluster
 
-    root = temp_root or tempfile.mkdtemp(prefix="thr-")
+    root = temp_root or tempfile.mkdtemp(prefix="thr-")  # short: Ray has socket paths there
     os.makedirs(os.path.join(root, "ray"), exist_ok=True)
     loopback_environment(root, host)
     os.environ["THEMIS_RAY_HOST"] = host
