@@ -1,0 +1,140 @@
+"""Rank and pack: the mechanism shared by policies that order live jobs by one number and
+run the best-ranked ones that fit (LAS ranks by attained service, SRTF by remaining time).
+
+One round:
+
+1. Running jobs the policy protects (LAS: their quantum has not ended) keep their GPUs.
+2. Every other live job is ranked by the policy's ``rank``, smallest first. Ties: a job
+   that holds GPUs before one that waits (a tie is no reason to preempt), then the app that
+   arrived first, then submission order.
+3. Walking the ranking, a job is chosen when its gang fits the GPUs not yet promised to
+   better-ranked jobs; one that does not fit is passed over for smaller ones behind it, so
+   no GPU idles while a waiting gang would fit (work conservation; ``_quantum.fill``).
+4. Chosen running jobs keep their exact GPUs; running jobs not chosen are preempted; the
+   newly chosen are packed largest gang first on the best span of what is free, as the
+   quantum baselines do (``_quantum.place``).
+
+A waiting job's rank cannot change while it waits (it makes no progress and holds no
+GPUs), so each app's waiting jobs are ranked once per change of the app
+(``AppState.version``) and the apps' rankings are merged lazily: a round costs its running
+jobs and the jobs it looks at, not every live job of every app.
+"""
+
+from __future__ import annotations
+
+import heapq
+from abc import abstractmethod
+from collections.abc import Iterator, Sequence
+
+from themis.model.cluster import Cluster
+from themis.model.placement import Packer
+from themis.model.state import AppState, JobState
+from themis.policies._quantum import fill
+from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+
+#: (rank, 0 if it runs else 1, app position in the view, submission index, job): tuples
+#: sort in the order jobs are served; (position, index) is unique, so jobs never compare.
+_Ranked = tuple[float, int, int, int, JobState]
+
+
+def attained_at(job: JobState, now: float) -> float:
+    """GPU-seconds ``job`` has held up to ``now``: what it held in earlier stretches plus
+    the stretch it is running now."""
+    if job.gpus:
+        return job.attained + len(job.gpus) * (now - job.updated_at)
+    return job.attained
+
+
+class RankedPolicy(Policy):
+    """A policy that is one ranking of jobs; subclasses say what the rank is."""
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        self._cluster: Cluster | None = None
+        # Per app: (version, its waiting jobs as (rank, submission index, job), sorted).
+        self._waiting: dict[AppState, tuple[int, list[tuple[float, int, JobState]]]] = {}
+        self._index: dict[AppState, dict[JobState, int]] = {}
+
+    @abstractmethod
+    def rank(self, job: JobState, now: float, cluster: Cluster) -> float:
+        """Smaller runs first. It must not change while the job waits (it is cached)."""
+
+    def protected(self, job: JobState, view: SchedulingView) -> bool:
+        """Whether a running job keeps its GPUs this round without competing for them."""
+        return False
+
+    def grant_until(self, view: SchedulingView) -> float | None:
+        """When a grant made in this round ends (the policy is called again then), or None."""
+        return None
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        now, cluster = view.now, view.cluster
+        if cluster is not self._cluster:  # ranks may depend on the cluster (best span)
+            self._cluster = cluster
+            self._waiting.clear()
+            self._index.clear()
+        if len(self._index) > len(view.apps):
+            self._forget(view.apps)
+        schedule: Schedule = {}
+        capacity = cluster.size
+        contenders: list[_Ranked] = []
+        streams: list[Iterator[_Ranked]] = []
+        for pos, app in enumerate(view.apps):
+            index = self._job_index(app)
+            for job in app.running_jobs():
+                if self.protected(job, view):
+                    schedule[job] = Assignment(job.gpus, job.until)
+                    capacity -= job.gang
+                else:
+                    contenders.append((self.rank(job, now, cluster), 0, pos, index[job], job))
+            streams.append(self._waiting_ranked(app, pos, now, cluster))
+        contenders.sort()
+        ranking = (job for *_, job in heapq.merge(contenders, *streams))
+        chosen = fill(ranking, capacity)
+        until = self.grant_until(view)
+        kept = {job for job in chosen if job.gpus}
+        free = set(view.free_gpus())
+        for *_, job in contenders:
+            if job not in kept:
+                free.update(job.gpus)  # preempted: its GPUs go back to the pool
+        pool = Packer(cluster, free)
+        for job in chosen:
+            if job in kept:
+                schedule[job] = Assignment(job.gpus, until)
+        # Largest gangs first (stable: rank order on ties), each on the best span left, so
+        # that big gangs find whole machines before small ones fragment them.
+        for job in sorted((j for j in chosen if j not in kept), key=lambda j: -j.gang):
+            gpus = pool.take(job.gang)
+            if gpus is None:
+                raise AssertionError("unreachable: gangs were chosen by count")
+            schedule[job] = Assignment(gpus, until)
+        return schedule
+
+    # -- caches -----------------------------------------------------------------------------
+
+    def _waiting_ranked(
+        self, app: AppState, pos: int, now: float, cluster: Cluster
+    ) -> Iterator[_Ranked]:
+        cached = self._waiting.get(app)
+        if cached is None or cached[0] != app.version:
+            index = self._job_index(app)
+            ranked = sorted(
+                (self.rank(job, now, cluster), index[job], job) for job in app.idle_jobs()
+            )
+            cached = (app.version, ranked)
+            self._waiting[app] = cached
+        for rank, k, job in cached[1]:
+            yield rank, 1, pos, k, job
+
+    def _job_index(self, app: AppState) -> dict[JobState, int]:
+        index = self._index.get(app)
+        if index is None:
+            index = {job: k for k, job in enumerate(app.jobs)}
+            self._index[app] = index
+        return index
+
+    def _forget(self, apps: Sequence[AppState]) -> None:
+        """Drop what is cached for apps that have finished."""
+        active = set(apps)
+        self._waiting = {a: v for a, v in self._waiting.items() if a in active}
+        self._index = {a: v for a, v in self._index.items() if a in active}

@@ -1,0 +1,373 @@
+"""Tiresias (Gu et al., NSDI 2019): discretized two-dimensional least attained service
+(2D-LAS), preemptive and placement-unaware.
+
+A job's attained service is two-dimensional: GPUs x time it has run (GPU-seconds). Jobs
+sit in K priority queues split by service thresholds; every job starts in the top queue
+and is demoted as its service crosses each threshold. Rules, per round:
+
+- Queues are served in strict priority. Inside a queue, waiting jobs are served first
+  come first served by the time they entered the queue (a new job: its app's arrival; a
+  demoted job: its crossing; a promoted job: its promotion), ties by app arrival, then
+  submission order. A job never preempts a job of its own queue.
+- A waiting job that does not fit the free GPUs preempts running jobs of lower queues, the
+  lowest queue first and in it the most attained service first, when that makes it fit
+  (victims it does not need after all are spared). A job that cannot fit even so is passed
+  over for the jobs behind it: no GPU idles while a waiting gang would fit.
+- Starvation: a waiting job below the top queue whose waiting time since it last entered
+  the top queue reaches ``promote_knob`` x its running time since then is promoted back
+  to the top queue; both times restart from zero (the paper's PROMOTEKNOB).
+- Placement-unaware: a gang takes the lowest-numbered free GPUs, whatever their span.
+  Jobs that keep running keep their exact GPUs.
+
+The policy asks to be called again (``Assignment.until``) at the next threshold crossing
+or promotion that can change the schedule, and at least at every multiple of the
+re-allocation quantum (``PolicyOptions.lease``). A crossing due within the simulator's
+batching window is handled in the current round. Parameter values and their sources:
+``docs/policies/tiresias_las_srtf.md``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_right, insort
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from themis.errors import ThemisError
+from themis.model.state import AppState, JobState
+from themis.policies._quantum import quantum_end
+from themis.policies._ranked import attained_at
+from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.registry import register
+
+#: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at 3,250
+#: GPU-seconds, the first queue limit of the authors' simulator (see the doc).
+THRESHOLDS: tuple[float, ...] = (3250.0,)
+
+#: STARVELIMIT = PROMOTE_KNOB x running time since the job last entered the top queue.
+PROMOTE_KNOB = 8.0
+
+#: Times this close (seconds) are one instant, whatever the batching window.
+_EPS = 1e-6
+
+#: (time it entered its queue, submission index, job): one app's waiting jobs of one queue
+#: sort in service order.
+_Entry = tuple[float, int, JobState]
+
+
+@dataclass
+class _AppQueues:
+    """One app's waiting jobs by queue, in service order, valid for one app version."""
+
+    version: int
+    queues: list[list[_Entry]]
+    next_promotion: float
+
+
+@register
+class TiresiasPolicy(Policy):
+    name = "tiresias"
+    description = "discretized 2D-LAS priority queues, preemptive, placement-unaware (Tiresias)"
+
+    def __init__(
+        self,
+        options: PolicyOptions,
+        thresholds: Sequence[float] = THRESHOLDS,
+        promote_knob: float = PROMOTE_KNOB,
+    ) -> None:
+        super().__init__(options)
+        thresholds = tuple(float(t) for t in thresholds)
+        if any(not (0 < t < math.inf) for t in thresholds) or list(thresholds) != sorted(
+            set(thresholds)
+        ):
+            raise ThemisError(
+                f"queue thresholds must be increasing positive GPU-seconds, got {thresholds}",
+                field="thresholds",
+            )
+        if not promote_knob > 0:  # math.inf disables promotion
+            raise ThemisError(f"promote knob must be > 0, got {promote_knob}", field="promote_knob")
+        self.thresholds = thresholds
+        self.promote_knob = float(promote_knob)
+        # When each job last entered the top queue: (time, GPU-seconds attained then). Set
+        # at its first start and at each promotion; a job never started has no mark.
+        self._marks: dict[JobState, tuple[float, float]] = {}
+        # The queue each job was last seen entering, and when (crossing or promotion). A
+        # job without one is new: top queue, entered at its app's arrival. The queue is
+        # also a floor: a job demoted because its crossing was due within the batching
+        # window stays demoted while it waits just short of the threshold.
+        self._entered: dict[JobState, tuple[int, float]] = {}
+        self._waiting: dict[AppState, _AppQueues] = {}
+        self._index: dict[AppState, dict[JobState, int]] = {}
+
+    # -- a job's standing -------------------------------------------------------------------
+
+    def standing(self, job: JobState, now: float, window: float = 0.0) -> tuple[float, int]:
+        """(GPU-seconds attained since the job last entered the top queue, its queue: 0 is
+        the top). A running job whose crossing is due within ``window`` seconds (the
+        batching window) counts as past it."""
+        mark = self._marks.get(job)
+        service = attained_at(job, now) - (mark[1] if mark is not None else 0.0)
+        ahead = window + _EPS if job.gpus else _EPS
+        q = bisect_right(self.thresholds, service + job.gang * ahead)
+        entered = self._entered.get(job)
+        if entered is not None and entered[0] > q:
+            q = entered[0]
+        return service, q
+
+    def promotion_at(self, job: JobState, service: float, queue: int) -> float:
+        """When a job with this standing that waits from now on is promoted (inf: never).
+        It has waited ``t - mark - ran`` at time ``t``, where ``ran = service / gang``."""
+        mark = self._marks.get(job)
+        if queue == 0 or mark is None or math.isinf(self.promote_knob):
+            return math.inf
+        return mark[0] + service / job.gang * (1.0 + self.promote_knob)
+
+    def entered(self, job: JobState) -> float:
+        """When the job entered the queue it is in."""
+        entered = self._entered.get(job)
+        return entered[1] if entered is not None else job.app.arrival
+
+    # -- the round --------------------------------------------------------------------------
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        now, apps = view.now, view.apps
+        if len(self._waiting) > len(apps):
+            self._forget(apps)
+        waiting = [self._app_queues(app, now, view.window) for app in apps]
+        n_queues = len(self.thresholds) + 1
+        # Jobs waiting per queue once this round is done (starts and victims applied below).
+        still_waiting = [sum(len(a.queues[q]) for a in waiting) for q in range(n_queues)]
+
+        pos = {app: k for k, app in enumerate(apps)}  # apps are in arrival order
+        running = [j for app in apps for j in app.running_jobs()]
+        stand = {j: self._observe(j, now, view.window) for j in running}
+        held = [0] * n_queues  # GPUs held per queue by jobs running since before this round
+        for job in running:
+            held[stand[job][1]] += job.gang
+        gpus: dict[JobState, tuple[int, ...]] = {j: j.gpus for j in running}
+        free = sorted(view.free_gpus())
+        victims: list[JobState] | None = None  # sorted when first needed
+        preempted: list[JobState] = []
+        passed: list[JobState] = []
+
+        for q, job in _in_order(waiting):
+            below = sum(held[q + 1 :])
+            if not free and not below:  # no job of this queue or any lower one can start
+                break
+            stand[job] = self.standing(job, now)
+            if job.gang <= len(free):
+                gpus[job] = _take(free, job.gang)
+                still_waiting[q] -= 1
+            elif job.gang <= len(free) + below:
+                if victims is None:
+                    # Lowest queue first, then the most service, then the latest arrival.
+                    victims = sorted(
+                        running,
+                        key=lambda j: (-stand[j][1], -stand[j][0], -pos[j.app], -self._nth(j)),
+                    )
+                for victim in self._preempt(job, q, len(free), victims, stand, gpus):
+                    for g in gpus.pop(victim):
+                        insort(free, g)
+                    held[stand[victim][1]] -= victim.gang
+                    still_waiting[stand[victim][1]] += 1
+                    preempted.append(victim)
+                gpus[job] = _take(free, job.gang)
+                still_waiting[q] -= 1
+            else:
+                passed.append(job)
+        # Jobs passed over or preempted run if GPUs are left after all (victims on their
+        # own GPUs when these are free: then they were not really preempted).
+        left = sorted(
+            passed + preempted,
+            key=lambda j: (stand[j][1], self.entered(j), pos[j.app], self._nth(j)),
+        )
+        for job in left:
+            if job.gang <= len(free) and job not in gpus:
+                own = job.gpus if job.gpus and set(job.gpus) <= set(free) else None
+                gpus[job] = _take(free, job.gang, own)
+                still_waiting[stand[job][1]] -= 1
+
+        for job in gpus:
+            self._marks.setdefault(job, (now, 0.0))  # first start
+        stopped = [j for j in preempted if j not in gpus]
+        until = self._next_call(view, gpus, stand, still_waiting, waiting, stopped)
+        return {job: Assignment(g, until) for job, g in gpus.items()}
+
+    def _observe(self, job: JobState, now: float, window: float) -> tuple[float, int]:
+        """A running job's standing; a crossing since the last round is recorded (the job
+        entered its new queue when its service reached the threshold)."""
+        self._marks.setdefault(job, (now, 0.0))  # started by someone else
+        service, q = self.standing(job, now, window)
+        entered = self._entered.get(job)
+        if q > (entered[0] if entered is not None else 0):
+            crossed = now - (service - self.thresholds[q - 1]) / job.gang
+            self._entered[job] = (q, min(crossed, now))
+        return service, q
+
+    def _preempt(
+        self,
+        job: JobState,
+        q: int,
+        free: int,
+        victims: list[JobState],
+        stand: dict[JobState, tuple[float, int]],
+        gpus: dict[JobState, tuple[int, ...]],
+    ) -> list[JobState]:
+        """The running jobs of queues below ``q`` that ``job`` takes GPUs from: in victim
+        order until it fits, then the last-chosen spared while it still fits."""
+        chosen: list[JobState] = []
+        got = free
+        for victim in victims:
+            if stand[victim][1] <= q:
+                break  # victims are sorted lowest queue first
+            if victim in gpus:
+                chosen.append(victim)
+                got += victim.gang
+                if got >= job.gang:
+                    break
+        surplus = got - job.gang
+        for victim in reversed(chosen):
+            if victim.gang <= surplus:
+                chosen.remove(victim)
+                surplus -= victim.gang
+        return chosen
+
+    def _next_call(
+        self,
+        view: SchedulingView,
+        runs: dict[JobState, tuple[int, ...]],
+        stand: dict[JobState, tuple[float, int]],
+        still_waiting: list[int],
+        waiting: list[_AppQueues],
+        stopped: list[JobState],
+    ) -> float:
+        """The next quantum boundary, or the next threshold crossing or promotion that can
+        change the schedule, whichever is first.
+
+        Nothing else changes between rounds, so a crossing out of queue q matters only if
+        by then a job of queue q or above waits (it may preempt the demoted job), and a
+        promotion only if by then a job below the top queue runs (the promoted job may
+        preempt it). The others are applied at the next round that comes anyway, exactly as
+        if they had had a round of their own: crossings and promotions are dated when they
+        were due. Promotions cached for apps whose jobs just started may be stale: the
+        round then comes early and changes nothing.
+        """
+        now = view.now
+        promotion = min((a.next_promotion for a in waiting), default=math.inf)
+        for job in stopped:
+            at = self.promotion_at(job, *stand[job])
+            if at > now + _EPS:
+                promotion = min(promotion, at)
+        top_waiting = next((q for q, n in enumerate(still_waiting) if n > 0), len(still_waiting))
+        wake = quantum_end(now, view.window, self.options.lease)
+        first_crossing = math.inf
+        low_running = False
+        for job in runs:
+            service, q = stand[job]
+            low_running = low_running or q > 0
+            if q < len(self.thresholds):
+                crossing = now + (self.thresholds[q] - service) / job.gang
+                first_crossing = min(first_crossing, crossing)
+                if top_waiting <= q or promotion <= crossing:
+                    wake = min(wake, crossing)
+        if low_running or first_crossing <= promotion:
+            wake = min(wake, promotion)
+        if not wake > now:
+            raise AssertionError(f"unreachable: tiresias asked to be called at {wake} <= {now}")
+        return wake
+
+    # -- per-app state ------------------------------------------------------------------------
+
+    def _app_queues(self, app: AppState, now: float, window: float) -> _AppQueues:
+        """The app's waiting jobs by queue, after promoting those due within ``window``."""
+        cached = self._waiting.get(app)
+        if cached is None or cached.version != app.version:
+            cached = self._build(app)
+        if cached.next_promotion <= now + window + _EPS:
+            for queue in cached.queues[1:]:
+                for _, _, job in queue:
+                    due = self.promotion_at(job, *self.standing(job, now))
+                    if due <= now + window + _EPS:  # dated when due if that has passed
+                        at = min(due, now)
+                        self._marks[job] = (at, job.attained)
+                        self._entered[job] = (0, at)
+            cached = self._build(app)
+        return cached
+
+    def _build(self, app: AppState) -> _AppQueues:
+        """Sort the app's waiting jobs into queues (``standing`` and ``promotion_at``
+        inlined: this runs for every app that changed, every round)."""
+        thresholds, marks, entries = self.thresholds, self._marks, self._entered
+        promote = not math.isinf(self.promote_knob)
+        factor = 1.0 + self.promote_knob
+        queues: list[list[_Entry]] = [[] for _ in range(len(thresholds) + 1)]
+        next_promotion = math.inf
+        for k, job in enumerate(app.jobs):
+            if job.finished_at is not None or job.gpus:
+                continue
+            mark = marks.get(job)
+            if mark is None:  # never started: top queue since its app arrived
+                queues[0].append((app.arrival, k, job))
+                continue
+            gang = job.spec.gang
+            service = job.attained - mark[1]
+            q = bisect_right(thresholds, service + gang * _EPS)
+            entered = entries.get(job)
+            if entered is not None and entered[0] >= q:
+                q, at = entered
+            else:  # still in the top queue it entered when its app arrived
+                at = app.arrival
+            queues[q].append((at, k, job))
+            if q and promote:
+                next_promotion = min(next_promotion, mark[0] + service / gang * factor)
+        for queue in queues:
+            queue.sort()
+        built = _AppQueues(app.version, queues, next_promotion)
+        self._waiting[app] = built
+        return built
+
+    def _nth(self, job: JobState) -> int:
+        """The job's submission index in its app."""
+        return self._job_index(job.app)[job]
+
+    def _job_index(self, app: AppState) -> dict[JobState, int]:
+        index = self._index.get(app)
+        if index is None:
+            index = {job: k for k, job in enumerate(app.jobs)}
+            self._index[app] = index
+        return index
+
+    def _forget(self, apps: Sequence[AppState]) -> None:
+        """Drop what is kept for apps that have finished."""
+        active = set(apps)
+        self._waiting = {a: v for a, v in self._waiting.items() if a in active}
+        self._index = {a: v for a, v in self._index.items() if a in active}
+        self._marks = {j: m for j, m in self._marks.items() if j.app in active}
+        self._entered = {j: e for j, e in self._entered.items() if j.app in active}
+
+
+def _in_order(waiting: list[_AppQueues]) -> Iterator[tuple[int, JobState]]:
+    """Waiting jobs in service order: by queue, then the time they entered it, then the
+    app's arrival (its position among the active apps), then submission."""
+    for q in range(len(waiting[0].queues) if waiting else 0):
+        streams = [
+            _with_position(app_queues.queues[q], pos)
+            for pos, app_queues in enumerate(waiting)
+            if app_queues.queues[q]
+        ]
+        for *_, job in heapq.merge(*streams):
+            yield q, job
+
+
+def _with_position(entries: list[_Entry], pos: int) -> Iterator[tuple[float, int, int, JobState]]:
+    for at, k, job in entries:
+        yield at, pos, k, job
+
+
+def _take(free: list[int], gang: int, own: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """Remove ``gang`` GPUs from the sorted free list: ``own`` if given, else the lowest."""
+    taken = own if own is not None else tuple(free[:gang])
+    for g in taken:
+        free.remove(g)
+    return taken
