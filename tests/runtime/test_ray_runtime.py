@@ -6,7 +6,10 @@ store, the checkpoints and the event log say afterwards.
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -284,9 +287,9 @@ def test_arbiter_killed_and_restarted_continues_every_app_from_sqlite(cluster, t
     store = Store(state)
     submit(store, paced_app(tmp_path, "r1", trials=2, steps=150, step_time=0.1))
     r2 = submit(store, paced_app(tmp_path, "r2", trials=2, steps=150, step_time=0.1))
-    env = {**__import__("os").environ, "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     serve = [
-        __import__("sys").executable,
+        sys.executable,
         "-m",
         "themis.runtime",
         "serve",
@@ -352,7 +355,7 @@ def test_ray_listens_on_loopback_only(cluster):
     checked = 0
     for line in out.splitlines():
         local = line.split()[3]
-        pids = {int(x) for x in __import__("re").findall(r"pid=(\d+)", line)}
+        pids = {int(x) for x in re.findall(r"pid=(\d+)", line)}
         if pids & ours:
             checked += 1
             host = local.rsplit(":", 1)[0]

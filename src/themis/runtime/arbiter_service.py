@@ -714,6 +714,8 @@ class ArbiterService:
         for rj in list(self.draining.values()):
             self.launcher.kill(rj)
         self.store.void_leases()
+        for app in self.active:
+            self.store.update_app(app.app_id, gpus=0)
 
 
 def _rung_at(rungs: list[int], steps: int) -> int:
