@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from themis.runtime.appfile import Halving
-from themis.runtime.halving import decide, next_stop
+from themis.runtime.halving import decide, next_stop, review
 
 H = Halving("loss", "min", 2, 10)
 TRIALS = ["a", "b", "c", "d"]
@@ -47,3 +47,26 @@ def test_no_rung_at_or_beyond_the_budget() -> None:
     assert decide(H, 10, TRIALS, {10: {"a": 1.0}}, set()).stops == {}
     assert next_stop(H, 10, 0, ()) == 10
     assert next_stop(None, 10, 0, ()) == 10
+
+
+def test_review_stops_losers_promotes_parked_winners_and_stops_the_silent() -> None:
+    states = {"a": "parked", "b": "parked", "c": "parked", "d": "running"}
+    steps = {"a": 10, "b": 10, "c": 10, "d": 7}
+    values = {10: {"a": 0.5, "b": 0.1, "c": 0.9}}
+    # d has not reached rung 10: nothing is decided, nobody moves.
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert (got.decided, got.stop, got.promote) == ((), (), ())
+    # d pauses at 10 too, with a value: a and c lose, b and d go on.
+    states["d"], steps["d"] = "parked", 10
+    values[10]["d"] = 0.3
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert got.decided == (10,)
+    assert [t for t, _ in got.stop] == ["a", "c"]
+    assert "at step 10: loss 0.5 not in the best 1/2 of 4" in got.stop[0][1]
+    assert got.promote == ("b", "d")
+    # Once stopped, a trial is not named again.
+    states.update(a="stopped", c="stopped", b="running", d="parked")
+    steps["d"] = 20  # d paused at 20 without reporting: it cannot be ranked
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert got.stop == (("d", "stopped: no loss reported at its rung"),)
+    assert got.promote == ()

@@ -24,28 +24,24 @@ from __future__ import annotations
 import hmac
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from themis.agent.agent import Agent
-from themis.fairness.ftf import ActiveApps, posthoc_rho, t_cluster
+from themis.fairness.ftf import posthoc_rho
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import PolicyOptions, Schedule, SchedulingView, make_policy
-from themis.runtime.appfile import AppFile
 from themis.runtime.cluster import Inventory, read_inventory
-from themis.runtime.halving import decide, next_stop
+from themis.runtime.halving import ENDED, next_stop, review
 from themis.runtime.jobs import Launcher, RunningJob
 from themis.runtime.lease import Outcome, Progress, TrialSpec
-from themis.runtime.model import app_profile, app_spec
+from themis.runtime.live import AppBook, LiveApp
 from themis.runtime.store import RequestRow, Store
 from themis.runtime.tokens import new_token, token_matches
 
 Key = tuple[str, str]  # (app id, trial id)
-
-#: Trial states after which a trial needs no more GPUs.
-ENDED = ("finished", "stopped", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -66,31 +62,6 @@ class ServiceOptions:
         return PolicyOptions(lease=self.lease, fairness_knob=self.fairness_knob, seed=self.seed)
 
 
-@dataclass
-class LiveApp:
-    """An admitted, unfinished app: its spec, token hash and the scheduler's state."""
-
-    spec: AppFile
-    token_hash: str
-    state: AppState
-    trial_state: dict[str, str]
-    durable: dict[str, int]  # steps in each trial's last checkpoint
-    rungs: dict[int, dict[str, float]] = field(default_factory=dict)
-    decided: tuple[int, ...] = ()  # successive-halving rungs decided so far
-
-    def index(self, trial_id: str) -> int:
-        for k, job in enumerate(self.state.jobs):
-            if job.job_id == trial_id:
-                return k
-        raise KeyError(trial_id)
-
-    def job(self, trial_id: str) -> JobState:
-        for job in self.state.jobs:
-            if job.job_id == trial_id:
-                return job
-        raise KeyError(trial_id)
-
-
 class ArbiterService:
     def __init__(
         self,
@@ -108,10 +79,7 @@ class ArbiterService:
         self.policy = make_policy(options.policy, options.policy_options())
         self.epoch = store.epoch()
         self.inventory: Inventory = read_inventory(nodes())
-        self.apps: dict[str, LiveApp] = {}
-        self.active: list[AppState] = []
-        self.activity = ActiveApps()
-        self.integral_at_arrival: dict[str, float] = {}
+        self.book = AppBook()
         self.running: dict[Key, RunningJob] = {}
         self.draining: dict[Key, RunningJob] = {}
         self.pending: dict[Key, tuple[int, ...]] = {}
@@ -132,6 +100,15 @@ class ArbiterService:
     def cluster(self) -> Cluster | None:
         return self.inventory.cluster
 
+    @property
+    def apps(self) -> dict[str, LiveApp]:
+        return self.book.apps
+
+    @property
+    def active(self) -> list[AppState]:
+        """The live apps' scheduler state, in arrival order."""
+        return self.book.active
+
     # -- start-up -------------------------------------------------------------------------
 
     def _recover(self) -> None:
@@ -139,38 +116,12 @@ class ArbiterService:
         job actors died with it), so their trials wait for the next round."""
         now = self.now()
         voided = self.store.void_leases()
-        changes: list[tuple[float, int, str]] = []
-        for row in self.store.apps():
-            if row.arrival is None:
-                continue
-            changes.append((row.arrival, +1, row.app_id))
-            if row.finish is not None:
-                changes.append((row.finish, -1, row.app_id))
-        for t, delta, app_id in sorted(changes, key=lambda c: (c[0], -c[1])):
-            self.activity.change(t, delta)
-            if delta > 0:
-                self.integral_at_arrival[app_id] = self.activity.integral(t)
-        for row in self.store.apps(("running",)):
-            assert row.arrival is not None and row.t_cluster is not None
-            state = AppState(app_spec(row.spec, row.arrival), app_profile(row.spec), row.t_cluster)
-            live = LiveApp(row.spec, row.token_hash, state, {}, {}, self.store.rungs(row.app_id))
-            for trial in self.store.trials(row.app_id):
-                job = live.job(trial.trial_id)
-                job.updated_at = now
-                job.done = float(min(trial.steps_done, trial.budget))
-                job.attained = trial.attained
-                live.trial_state[trial.trial_id] = trial.state
-                live.durable[trial.trial_id] = trial.steps_done
-                if trial.state in ENDED:
-                    job.finish(now)
-                elif trial.state == "parked":
-                    job.finished_at = now  # paused at a rung: no demand until decided
-            self.apps[row.app_id] = live
-            self.active.append(state)
-            message = "arbiter restarted: resuming from the store"
-            if voided:
-                message += f" ({voided} leases of the previous process void)"
-            self.store.log(now, row.app_id, None, message)
+        self.book = AppBook.rebuild(self.store, now)
+        message = "arbiter restarted: resuming from the store"
+        if voided:
+            message += f" ({voided} leases of the previous process void)"
+        for app_id in self.apps:
+            self.store.log(now, app_id, None, message)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -267,17 +218,8 @@ class ArbiterService:
                     f"the cluster has {cluster.size}",
                 )
                 continue
-            state = AppState(app_spec(spec, now), app_profile(spec), 0.0)
-            for job in state.jobs:
-                job.updated_at = now
-            state.t_cluster = t_cluster(state.profile, state.remaining_by_gang(now), cluster.shape)
-            self.activity.change(now, +1)
-            self.integral_at_arrival[row.app_id] = self.activity.integral(now)
             trials = {t.trial_id: t.state for t in self.store.trials(row.app_id)}
-            self.apps[row.app_id] = LiveApp(
-                spec, row.token_hash, state, trials, dict.fromkeys(trials, 0)
-            )
-            self.active.append(state)
+            state = self.book.admit(row, trials, cluster, now).state
             self.store.update_app(
                 row.app_id, state="running", arrival=now, t_cluster=state.t_cluster
             )
@@ -287,19 +229,14 @@ class ArbiterService:
         return admitted
 
     def _n_avg(self, app: AppState) -> float:
-        return self.activity.n_avg(app.arrival, self.integral_at_arrival[app.app_id], self._now)
+        return self.book.n_avg(app, self._now)
 
     def _app_done(self, app: AppState, now: float, state: str = "finished") -> None:
-        app.finish = now
-        n_avg = self.activity.n_avg(app.arrival, self.integral_at_arrival[app.app_id], now)
-        self.activity.change(now, -1)
-        self.active.remove(app)
-        live = self.apps.pop(app.app_id)
+        n_avg = self.book.retire(app, now)
         rho = posthoc_rho(app.arrival, now, app.t_cluster, n_avg)
         self.store.update_app(app.app_id, state=state, finish=now, n_avg=n_avg, rho=rho, gpus=0)
         message = f"{state} after {now - app.arrival:.1f}s, rho {rho:.3f}"
         self.store.log(now, app.app_id, None, message)
-        del live
 
     def _cancel(self, app_id: str, now: float) -> None:
         live = self.apps.get(app_id)
@@ -309,13 +246,13 @@ class ArbiterService:
             self.store.update_app(app_id, state="cancelled", finish=now)
             return
         for job in live.state.jobs:
-            if job.finished_at is None:
-                if job.gpus:
-                    self._stop_job(job, now, "cancelled", "app cancelled")
-                self.pending.pop((app_id, job.job_id), None)
-                live.trial_state[job.job_id] = "cancelled"
-                self.store.update_trial(app_id, job.job_id, state="cancelled")
-                job.finish(now)
+            if live.trial_state.get(job.job_id) in ENDED:
+                continue
+            if job.gpus:
+                self._stop_job(job, now, "cancelled", "app cancelled")
+            self.pending.pop((app_id, job.job_id), None)
+            self._set_trial_state(live, job.job_id, "cancelled")
+            job.finish(now)
         self._app_done(live.state, now, "cancelled")
 
     # -- rounds ---------------------------------------------------------------------------
@@ -593,7 +530,7 @@ class ArbiterService:
         self._set_trial_state(live, job.job_id, state)
         self.store.update_trial(key[0], key[1], reason=why, attained=job.attained)
         self.store.log(now, key[0], key[1], why)
-        if all(s in ENDED for s in live.trial_state.values()):
+        if live.over():
             self._app_done(job.app, now)
 
     def _enforce_grace(self) -> bool:
@@ -615,38 +552,19 @@ class ArbiterService:
             if halving is None:
                 continue
             trials = [j.job_id for j in live.state.jobs]
-            parked = {t for t, s in live.trial_state.items() if s == "parked"}
-            waits = {
-                t: _rung_at(halving.rungs(live.spec.steps), live.durable.get(t, 0)) for t in parked
-            }
-            # Paused at a rung without having reported the metric there: cannot be ranked.
-            silent = {t for t, r in waits.items() if t not in live.rungs.get(r, {})}
-            ended = {t for t, s in live.trial_state.items() if s in ENDED and s != "stopped"}
-            decisions = decide(halving, live.spec.steps, trials, live.rungs, ended | silent)
-            live.decided = decisions.decided
-            verdicts = [(t, self._halving_reason(live, t, r)) for t, r in decisions.stops.items()]
-            verdicts += [(t, f"stopped: no {halving.metric} reported at its rung") for t in silent]
-            for trial_id, why in verdicts:
-                if live.trial_state.get(trial_id) in ENDED or live.spec.name not in self.apps:
-                    continue
-                self._finish_trial(live, live.job(trial_id), now, "stopped", why)
-                changed = True
-            if live.spec.name not in self.apps:
-                continue
-            for trial_id in parked - set(decisions.stops) - silent:
-                if waits[trial_id] in decisions.decided:
+            verdict = review(
+                halving, live.spec.steps, trials, live.trial_state, live.durable, live.rungs
+            )
+            live.decided = verdict.decided
+            for trial_id, why in verdict.stop:
+                if live.spec.name in self.apps:
+                    self._finish_trial(live, live.job(trial_id), now, "stopped", why)
+                    changed = True
+            if live.spec.name in self.apps:
+                for trial_id in verdict.promote:
                     self._unpark(live, live.job(trial_id), now)
                     changed = True
         return changed
-
-    def _halving_reason(self, live: LiveApp, trial_id: str, rung: int) -> str:
-        halving = live.spec.halving
-        assert halving is not None
-        values = live.rungs[rung]
-        return (
-            f"stopped by successive halving at step {rung}: {halving.metric} "
-            f"{values[trial_id]:.4g} not in the best 1/{halving.eta} of {len(values)}"
-        )
 
     # -- the inventory --------------------------------------------------------------------
 
@@ -716,11 +634,6 @@ class ArbiterService:
         self.store.void_leases()
         for app in self.active:
             self.store.update_app(app.app_id, gpus=0)
-
-
-def _rung_at(rungs: list[int], steps: int) -> int:
-    """The highest rung at or below ``steps`` (0 if none)."""
-    return max((r for r in rungs if r <= steps), default=0)
 
 
 def check_schedule(schedule: Schedule, active: list[AppState], cluster: Cluster) -> None:

@@ -66,3 +66,61 @@ def next_stop(halving: Halving | None, budget: int, steps: int, decided: Sequenc
         if rung > steps and rung not in decided:
             return rung
     return budget
+
+
+#: Trial states after which a trial needs no more GPUs (the store's vocabulary).
+ENDED = ("finished", "stopped", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Review:
+    """What to do now: stop these trials (with why), resume these paused ones."""
+
+    decided: tuple[int, ...]
+    stop: tuple[tuple[str, str], ...]
+    promote: tuple[str, ...]
+
+
+def review(
+    halving: Halving,
+    budget: int,
+    trials: Sequence[str],
+    states: dict[str, str],
+    steps: dict[str, int],
+    values: dict[int, dict[str, float]],
+) -> Review:
+    """Successive halving's verdicts for one app.
+
+    ``states`` are the trials' store states (``parked``: paused at a rung), ``steps`` their
+    checkpointed steps, ``values[rung][trial]`` the metric recorded at each rung. Trials
+    already ended are never named again.
+    """
+    rungs = halving.rungs(budget)
+    parked = {t for t in trials if states.get(t) == "parked"}
+    waits = {t: max((r for r in rungs if r <= steps.get(t, 0)), default=0) for t in parked}
+    # Paused at a rung without having reported the metric there: cannot be ranked.
+    silent = {t for t, r in waits.items() if t not in values.get(r, {})}
+    ended = {t for t in trials if states.get(t) in ENDED and states.get(t) != "stopped"}
+    decisions = decide(halving, budget, trials, values, ended | silent)
+    stop: list[tuple[str, str]] = []
+    for t, rung in decisions.stops.items():
+        if states.get(t) in ENDED:
+            continue
+        at = values[rung]
+        stop.append(
+            (
+                t,
+                f"stopped by successive halving at step {rung}: {halving.metric} "
+                f"{at[t]:.4g} not in the best 1/{halving.eta} of {len(at)}",
+            )
+        )
+    stop += [(t, f"stopped: no {halving.metric} reported at its rung") for t in sorted(silent)]
+    promote = tuple(
+        t
+        for t in trials
+        if t in parked
+        and t not in decisions.stops
+        and t not in silent
+        and waits[t] in decisions.decided
+    )
+    return Review(decisions.decided, tuple(stop), promote)
