@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
 
 #: The state directory: database, checkpoints (unless --storage), nothing else.
@@ -209,8 +210,9 @@ def submit(state_dir: str, app_file: str, token_file: str | None) -> None:
 @click.command(short_help="Show apps, rho, GPUs, leases and trials.")
 @_STATE
 def status(state_dir: str) -> None:
-    """One row per app: state, rho (estimated while it runs, final once done), GPUs held,
-    leases, trials alive/stopped/finished/failed, steps checkpointed."""
+    """One row per app: state, rho (estimated with what it holds while it runs, from its
+    real finish once done), GPUs held, leases, trials alive/stopped/finished/failed, steps
+    checkpointed."""
     from themis.runtime.client import status_rows
 
     store = _store(state_dir)
@@ -229,7 +231,7 @@ def status(state_dir: str) -> None:
         table.add_row(
             r.app_id,
             r.state,
-            "-" if r.rho is None else f"{r.rho:.3f}",
+            _rho(r.rho),
             str(r.gpus),
             str(r.leases),
             str(r.alive),
@@ -287,6 +289,14 @@ def logs(state_dir: str, app: str, follow: bool) -> None:
                 click.echo(line)
     finally:
         store.close()
+
+
+def _rho(value: float | None) -> str:
+    """rho for the table: '-' before admission, 'inf' for an app that holds nothing and so
+    could never finish as it stands (the estimator's cap)."""
+    if value is None:
+        return "-"
+    return "inf" if value >= RHO_MAX else f"{value:.3f}"
 
 
 #: The commands the main ``themis`` group adds (``cli.add_command`` each).
