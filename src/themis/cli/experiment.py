@@ -81,10 +81,13 @@ def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet
             the_plan.requests, n_workers, RunsProgress(progress, len(the_plan.requests))
         )
     elapsed = time.monotonic() - started
+    slowest = max(records, key=lambda r: r.cpu_s)
     meta = [
         f"workload: {workload.source}, {len(workload.apps)} apps, {workload.job_count:,} jobs, "
         f"cluster {CLUSTER}, seed {seed}",
-        f"{len(records)} simulations in {elapsed / 60:.1f} min with {n_workers} worker(s)",
+        f"{len(records)} simulations in {elapsed / 60:.1f} min with {n_workers} worker(s), "
+        f"{sum(r.cpu_s for r in records) / 60:.1f} CPU-min in all; slowest: "
+        f"{slowest.label}, {slowest.cpu_s:.0f} CPU-s",
         "regenerate: themis experiment paper"
         + (f" --policies {policies}" if policies else "")
         + (f" --seed {seed}" if seed != defaults.SEED else ""),

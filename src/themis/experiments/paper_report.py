@@ -113,7 +113,13 @@ def write_outputs(
     payload: dict[str, Any] = {
         "meta": list(meta),
         "runs": [
-            {"label": r.label, "params": dict(r.params), **summary_dict(r.summary)} for r in records
+            {
+                "label": r.label,
+                "params": dict(r.params),
+                "cpu_s": r.cpu_s,
+                **summary_dict(r.summary),
+            }
+            for r in records
         ],
     }
     write_json(out_dir / RESULTS_JSON, payload)

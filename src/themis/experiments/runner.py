@@ -12,9 +12,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ def execute(request: RunRequest, on_progress: ProgressFn | None = None) -> RunRe
         if on_progress is not None:
             on_progress(request.label, done, total)
 
+    started = time.process_time()
     result = simulate(
         request.workload,
         Cluster.from_spec(request.cluster),
@@ -69,7 +71,8 @@ def execute(request: RunRequest, on_progress: ProgressFn | None = None) -> RunRe
         batch_window=request.batch_window,
         on_app_finished=finished,
     )
-    record = record_run(result, request.label, request.params)
+    cpu_s = time.process_time() - started
+    record = replace(record_run(result, request.label, request.params), cpu_s=cpu_s)
     if request.out_dir is not None:
         write_run(request.out_dir, result, record.summary, record.rows, request.config)
     return record
@@ -125,14 +128,19 @@ def run_many(
             for future in pending:
                 future.cancel()
             raise
-        _drain(progress_queue, on_progress)
+    # The workers have exited, so their queue feeder threads have flushed: the last
+    # reports are in the pipe, if not yet readable at once.
+    _drain(progress_queue, on_progress, wait=0.1)
     return [records[label] for label in labels]
 
 
-def _drain(progress_queue: Any, on_progress: ProgressFn | None) -> None:
+def _drain(progress_queue: Any, on_progress: ProgressFn | None, wait: float = 0.0) -> None:
     while True:
         try:
-            label, done, total = progress_queue.get_nowait()
+            if wait > 0:
+                label, done, total = progress_queue.get(timeout=wait)
+            else:
+                label, done, total = progress_queue.get_nowait()
         except queue.Empty:
             return
         if on_progress is not None:

@@ -33,6 +33,8 @@ class RunRecord:
     usage_gpus: tuple[int, ...]
     capacity: int
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: CPU seconds the simulation took (0 when not measured): what a batch costs.
+    cpu_s: float = 0.0
 
     @property
     def policy(self) -> str:
