@@ -59,7 +59,7 @@ class LocalCluster:
 
     def add_machine(self, gpus: int, rack: str) -> Any:
         node = self.handle.add_node(
-            num_cpus=0,
+            num_cpus=1,
             num_gpus=gpus,
             node_ip_address=_host(),
             labels={"themis.rack": rack},
