@@ -91,3 +91,17 @@ def test_submit_status_logs_and_cancel_without_an_arbiter(tmp_path: Path) -> Non
     one_line_error(themis("cancel", "a", "--state-dir", state), "a token is needed")
     one_line_error(themis("logs", "nope", "--state-dir", state), "no app named 'nope'")
     assert themis("logs", "a", "--state-dir", state).stdout == ""
+
+
+def test_serve_defaults_are_the_service_defaults() -> None:
+    from themis.cli.runtime import serve
+    from themis.runtime.arbiter_service import ServiceOptions
+
+    params = {p.name: p.default for p in serve.params}
+    options = ServiceOptions()
+    assert params["lease_s"] == options.lease
+    assert params["fairness_knob"] == options.fairness_knob
+    assert params["batch_window"] == options.batch_window
+    assert params["grace"] == options.grace
+    assert params["policy"] == options.policy
+    assert params["host"] == "127.0.0.1"

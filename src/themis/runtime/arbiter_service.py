@@ -40,18 +40,23 @@ from themis.runtime.lease import Outcome, Progress, TrialSpec
 from themis.runtime.live import AppBook, LiveApp
 from themis.runtime.store import RequestRow, Store
 from themis.runtime.tokens import new_token, token_matches
+from themis.simulator.engine import DEFAULT_BATCH_WINDOW
 
 Key = tuple[str, str]  # (app id, trial id)
 
 
+_POLICY = PolicyOptions()
+
+
 @dataclass(frozen=True)
 class ServiceOptions:
-    """Knobs of the service. Defaults are for real jobs (minutes); tests shrink them."""
+    """Knobs of the service. The policy's defaults are the simulator's (real jobs run for
+    minutes to hours); tests shrink them to seconds."""
 
     policy: str = "themis"
-    lease: float = 300.0
-    fairness_knob: float = 0.8
-    batch_window: float = 5.0
+    lease: float = _POLICY.lease
+    fairness_knob: float = _POLICY.fairness_knob
+    batch_window: float = DEFAULT_BATCH_WINDOW
     grace: float = 30.0
     tick: float = 0.2
     inventory_every: float = 2.0
