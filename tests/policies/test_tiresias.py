@@ -46,7 +46,7 @@ def run(
 def test_registered_with_the_documented_defaults() -> None:
     policy = make_policy("tiresias")
     assert isinstance(policy, TiresiasPolicy)
-    assert policy.thresholds == THRESHOLDS == (3250.0,)  # 2 queues
+    assert policy.thresholds == THRESHOLDS == (3600.0,)  # 2 queues, split at one GPU-hour
     assert policy.promote_knob == PROMOTE_KNOB == 8.0
 
 

@@ -15,16 +15,19 @@ One round:
    quantum baselines do (``_quantum.place``).
 
 A waiting job's rank cannot change while it waits (it makes no progress and holds no
-GPUs), so each app's waiting jobs are ranked once per change of the app
-(``AppState.version``) and the apps' rankings are merged lazily: a round costs its running
-jobs and the jobs it looks at, not every live job of every app.
+GPUs), so each app keeps its waiting jobs ranked: when the app changes
+(``AppState.version``) jobs that started leave the ranking and jobs that stopped join it.
+The apps' rankings are merged lazily: a round costs its running jobs and the jobs it looks
+at, not every live job of every app.
 """
 
 from __future__ import annotations
 
 import heapq
 from abc import abstractmethod
+from bisect import insort
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
@@ -45,14 +48,23 @@ def attained_at(job: JobState, now: float) -> float:
     return job.attained
 
 
+@dataclass
+class _AppRanking:
+    """One app's waiting jobs as (rank, submission index, job), sorted, valid for one app
+    version; ``running``: the app's running jobs at that version."""
+
+    version: int
+    running: frozenset[JobState]
+    ranked: list[tuple[float, int, JobState]]
+
+
 class RankedPolicy(Policy):
     """A policy that is one ranking of jobs; subclasses say what the rank is."""
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self._cluster: Cluster | None = None
-        # Per app: (version, its waiting jobs as (rank, submission index, job), sorted).
-        self._waiting: dict[AppState, tuple[int, list[tuple[float, int, JobState]]]] = {}
+        self._waiting: dict[AppState, _AppRanking] = {}
         self._index: dict[AppState, dict[JobState, int]] = {}
 
     @abstractmethod
@@ -116,15 +128,30 @@ class RankedPolicy(Policy):
         self, app: AppState, pos: int, now: float, cluster: Cluster
     ) -> Iterator[_Ranked]:
         cached = self._waiting.get(app)
-        if cached is None or cached[0] != app.version:
-            index = self._job_index(app)
-            ranked = sorted(
-                (self.rank(job, now, cluster), index[job], job) for job in app.idle_jobs()
-            )
-            cached = (app.version, ranked)
-            self._waiting[app] = cached
-        for rank, k, job in cached[1]:
+        if cached is None:
+            cached = self._rank_waiting(app, now, cluster)
+        elif cached.version != app.version:
+            self._update(app, cached, now, cluster)
+        for rank, k, job in cached.ranked:
             yield rank, 1, pos, k, job
+
+    def _rank_waiting(self, app: AppState, now: float, cluster: Cluster) -> _AppRanking:
+        index = self._job_index(app)
+        ranked = sorted((self.rank(job, now, cluster), index[job], job) for job in app.idle_jobs())
+        cached = _AppRanking(app.version, frozenset(app.running_jobs()), ranked)
+        self._waiting[app] = cached
+        return cached
+
+    def _update(self, app: AppState, cached: _AppRanking, now: float, cluster: Cluster) -> None:
+        """Bring ``cached`` to the app's version: jobs that started (and maybe finished)
+        since leave the ranking, jobs that stopped without finishing join it."""
+        index = self._job_index(app)
+        ranked = [e for e in cached.ranked if not e[2].gpus and e[2].finished_at is None]
+        for job in cached.running:
+            if not job.gpus and job.finished_at is None:
+                insort(ranked, (self.rank(job, now, cluster), index[job], job))
+        cached.version, cached.running = app.version, frozenset(app.running_jobs())
+        cached.ranked = ranked
 
     def _job_index(self, app: AppState) -> dict[JobState, int]:
         index = self._index.get(app)

@@ -41,9 +41,10 @@ from themis.policies._ranked import attained_at
 from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
-#: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at 3,250
-#: GPU-seconds, the first queue limit of the authors' simulator (see the doc).
-THRESHOLDS: tuple[float, ...] = (3250.0,)
+#: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at one GPU-hour
+#: (the paper's setting as re-implementations report it; the authors' simulator uses 3,250
+#: GPU-seconds; see the doc).
+THRESHOLDS: tuple[float, ...] = (3600.0,)
 
 #: STARVELIMIT = PROMOTE_KNOB x running time since the job last entered the top queue.
 PROMOTE_KNOB = 8.0
@@ -58,9 +59,14 @@ _Entry = tuple[float, int, JobState]
 
 @dataclass
 class _AppQueues:
-    """One app's waiting jobs by queue, in service order, valid for one app version."""
+    """One app's waiting jobs by queue, in service order, valid for one app version.
+
+    ``next_promotion`` may be early (a job that has started since): a round then comes
+    early and changes nothing.
+    """
 
     version: int
+    running: frozenset[JobState]
     queues: list[list[_Entry]]
     next_promotion: float
 
@@ -195,14 +201,22 @@ class TiresiasPolicy(Policy):
         return {job: Assignment(g, until) for job, g in gpus.items()}
 
     def _observe(self, job: JobState, now: float, window: float) -> tuple[float, int]:
-        """A running job's standing; a crossing since the last round is recorded (the job
-        entered its new queue when its service reached the threshold)."""
-        self._marks.setdefault(job, (now, 0.0))  # started by someone else
-        service, q = self.standing(job, now, window)
+        """A running job's standing (``standing`` inlined: every running job, every round);
+        a crossing since the last round is recorded: the job entered its new queue when its
+        service reached the threshold."""
+        mark = self._marks.get(job)
+        if mark is None:  # started by someone else
+            mark = self._marks[job] = (now, 0.0)
+        gang = job.spec.gang
+        service = job.attained + gang * (now - job.updated_at) - mark[1]
+        q = bisect_right(self.thresholds, service + gang * (window + _EPS))
         entered = self._entered.get(job)
-        if q > (entered[0] if entered is not None else 0):
-            crossed = now - (service - self.thresholds[q - 1]) / job.gang
+        known = entered[0] if entered is not None else 0
+        if q > known:
+            crossed = now - (service - self.thresholds[q - 1]) / gang
             self._entered[job] = (q, min(crossed, now))
+        elif known > q:
+            q = known
         return service, q
 
     def _preempt(
@@ -282,8 +296,10 @@ class TiresiasPolicy(Policy):
     def _app_queues(self, app: AppState, now: float, window: float) -> _AppQueues:
         """The app's waiting jobs by queue, after promoting those due within ``window``."""
         cached = self._waiting.get(app)
-        if cached is None or cached.version != app.version:
+        if cached is None:
             cached = self._build(app)
+        elif cached.version != app.version:
+            cached = self._update(app, cached)
         if cached.next_promotion <= now + window + _EPS:
             for queue in cached.queues[1:]:
                 for _, _, job in queue:
@@ -303,9 +319,9 @@ class TiresiasPolicy(Policy):
         factor = 1.0 + self.promote_knob
         queues: list[list[_Entry]] = [[] for _ in range(len(thresholds) + 1)]
         next_promotion = math.inf
-        for k, job in enumerate(app.jobs):
-            if job.finished_at is not None or job.gpus:
-                continue
+        index = self._job_index(app)
+        for job in app.idle_jobs():
+            k = index[job]
             mark = marks.get(job)
             if mark is None:  # never started: top queue since its app arrived
                 queues[0].append((app.arrival, k, job))
@@ -323,9 +339,22 @@ class TiresiasPolicy(Policy):
                 next_promotion = min(next_promotion, mark[0] + service / gang * factor)
         for queue in queues:
             queue.sort()
-        built = _AppQueues(app.version, queues, next_promotion)
+        built = _AppQueues(app.version, frozenset(app.running_jobs()), queues, next_promotion)
         self._waiting[app] = built
         return built
+
+    def _update(self, app: AppState, cached: _AppQueues) -> _AppQueues:
+        """``cached`` brought to the app's version: jobs that started (and maybe finished)
+        since leave their queues; a job that stopped without finishing (preempted) means a
+        rebuild."""
+        if any(not j.gpus and j.finished_at is None for j in cached.running):
+            return self._build(app)
+        cached.queues = [
+            [e for e in queue if not e[2].gpus and e[2].finished_at is None]
+            for queue in cached.queues
+        ]
+        cached.version, cached.running = app.version, frozenset(app.running_jobs())
+        return cached
 
     def _nth(self, job: JobState) -> int:
         """The job's submission index in its app."""
