@@ -39,10 +39,14 @@ def loopback_environment(temp_root: str, host: str = LOOPBACK) -> None:
     """
     os.environ["RAY_TMPDIR"] = temp_root
     if host == LOOPBACK:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-        constants = sys.modules.get("ray._private.ray_constants")
-        if constants is not None:
-            constants.ENABLE_RAY_CLUSTER = False
+        _loopback_addresses()
+
+
+def _loopback_addresses() -> None:
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 @dataclass
@@ -135,7 +139,13 @@ def start_local(
 
 
 def connect(address: str) -> None:
-    """Join an existing cluster (started with ``ray start``) as a driver."""
+    """Join an existing cluster (started with ``ray start``) as a driver.
+
+    A cluster on this machine's loopback is joined over loopback: Ray would otherwise
+    look for its local node at the machine's outward address and never find it."""
+    host = address.rsplit(":", 1)[0]
+    if host in (LOOPBACK, "localhost"):
+        _loopback_addresses()
     import ray
 
     try:
