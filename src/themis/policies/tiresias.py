@@ -140,7 +140,13 @@ class TiresiasPolicy(Policy):
         now, apps = view.now, view.apps
         if len(self._waiting) > len(apps):
             self._forget(apps)
-        waiting = [self._app_queues(app, now, view.window) for app in apps]
+        horizon = now + view.window + _EPS
+        waiting = []
+        for app in apps:  # the common case inline: nothing changed, no promotion due
+            cached = self._waiting.get(app)
+            if cached is None or cached.version != app.version or cached.next_promotion <= horizon:
+                cached = self._app_queues(app, now, view.window)
+            waiting.append(cached)
         n_queues = len(self.thresholds) + 1
         # Jobs waiting per queue once this round is done (starts and victims applied below).
         still_waiting = [sum(len(a.queues[q]) for a in waiting) for q in range(n_queues)]
@@ -299,7 +305,7 @@ class TiresiasPolicy(Policy):
         if cached is None:
             cached = self._build(app)
         elif cached.version != app.version:
-            cached = self._update(app, cached)
+            self._update(app, cached)
         if cached.next_promotion <= now + window + _EPS:
             for queue in cached.queues[1:]:
                 for _, _, job in queue:
@@ -312,49 +318,53 @@ class TiresiasPolicy(Policy):
         return cached
 
     def _build(self, app: AppState) -> _AppQueues:
-        """Sort the app's waiting jobs into queues (``standing`` and ``promotion_at``
-        inlined: this runs for every app that changed, every round)."""
-        thresholds, marks, entries = self.thresholds, self._marks, self._entered
-        promote = not math.isinf(self.promote_knob)
-        factor = 1.0 + self.promote_knob
-        queues: list[list[_Entry]] = [[] for _ in range(len(thresholds) + 1)]
-        next_promotion = math.inf
+        """Sort the app's waiting jobs into queues."""
         index = self._job_index(app)
+        queues: list[list[_Entry]] = [[] for _ in range(len(self.thresholds) + 1)]
+        next_promotion = math.inf
         for job in app.idle_jobs():
-            k = index[job]
-            mark = marks.get(job)
-            if mark is None:  # never started: top queue since its app arrived
-                queues[0].append((app.arrival, k, job))
-                continue
-            gang = job.spec.gang
-            service = job.attained - mark[1]
-            q = bisect_right(thresholds, service + gang * _EPS)
-            entered = entries.get(job)
-            if entered is not None and entered[0] >= q:
-                q, at = entered
-            else:  # still in the top queue it entered when its app arrived
-                at = app.arrival
-            queues[q].append((at, k, job))
-            if q and promote:
-                next_promotion = min(next_promotion, mark[0] + service / gang * factor)
+            q, entry, promotion = self._waiting_entry(job, index[job])
+            queues[q].append(entry)
+            next_promotion = min(next_promotion, promotion)
         for queue in queues:
             queue.sort()
         built = _AppQueues(app.version, frozenset(app.running_jobs()), queues, next_promotion)
         self._waiting[app] = built
         return built
 
-    def _update(self, app: AppState, cached: _AppQueues) -> _AppQueues:
-        """``cached`` brought to the app's version: jobs that started (and maybe finished)
-        since leave their queues; a job that stopped without finishing (preempted) means a
-        rebuild."""
-        if any(not j.gpus and j.finished_at is None for j in cached.running):
-            return self._build(app)
+    def _update(self, app: AppState, cached: _AppQueues) -> None:
+        """Bring ``cached`` to the app's version: jobs that started (and maybe finished)
+        since leave their queues, jobs that stopped without finishing join them."""
         cached.queues = [
             [e for e in queue if not e[2].gpus and e[2].finished_at is None]
             for queue in cached.queues
         ]
+        index = self._job_index(app)
+        for job in cached.running:
+            if not job.gpus and job.finished_at is None:
+                q, entry, promotion = self._waiting_entry(job, index[job])
+                insort(cached.queues[q], entry)
+                cached.next_promotion = min(cached.next_promotion, promotion)
         cached.version, cached.running = app.version, frozenset(app.running_jobs())
-        return cached
+
+    def _waiting_entry(self, job: JobState, k: int) -> tuple[int, _Entry, float]:
+        """A waiting job's queue, its entry there and when it is promoted (inf: never).
+        ``standing``, ``entered`` and ``promotion_at`` inlined: this runs for every waiting
+        job of every app that changed."""
+        mark = self._marks.get(job)
+        if mark is None:  # never started: top queue since its app arrived
+            return 0, (job.app.arrival, k, job), math.inf
+        gang = job.spec.gang
+        service = job.attained - mark[1]
+        q = bisect_right(self.thresholds, service + gang * _EPS)
+        entered = self._entered.get(job)
+        if entered is not None and entered[0] >= q:
+            q, at = entered
+        else:  # still in the top queue it entered when its app arrived
+            at = job.app.arrival
+        if q == 0 or math.isinf(self.promote_knob):
+            return q, (at, k, job), math.inf
+        return q, (at, k, job), mark[0] + service / gang * (1.0 + self.promote_knob)
 
     def _nth(self, job: JobState) -> int:
         """The job's submission index in its app."""
