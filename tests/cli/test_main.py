@@ -35,6 +35,11 @@ def test_every_command_is_registered() -> None:
         "policies",
         "experiment",
         "trace",
+        "serve",
+        "submit",
+        "status",
+        "cancel",
+        "logs",
     }
 
 

@@ -17,6 +17,7 @@ from themis import __version__
 from themis.cli.auction import auction
 from themis.cli.experiment import experiment
 from themis.cli.policies import policies
+from themis.cli.runtime import cancel, logs, serve, status, submit
 from themis.cli.simulate import compare, simulate
 from themis.cli.trace import trace
 from themis.errors import ThemisError
@@ -33,7 +34,8 @@ PROG = "themis"
 @click.version_option(__version__, prog_name=PROG, message="%(prog)s %(version)s")
 def cli() -> None:
     """Finish-time fair GPU cluster scheduling (Themis, NSDI 2020): simulate policies on
-    a trace, compare them, or run one auction."""
+    a trace, compare them, reproduce the paper, or run the scheduler on a Ray cluster
+    (serve, submit, status, cancel, logs)."""
 
 
 cli.add_command(simulate)
@@ -42,6 +44,8 @@ cli.add_command(auction)
 cli.add_command(policies)
 cli.add_command(experiment)
 cli.add_command(trace)
+for _runtime_command in (serve, submit, status, cancel, logs):
+    cli.add_command(_runtime_command)
 
 
 def one_line(message: str) -> str:

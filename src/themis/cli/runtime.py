@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
 
@@ -131,6 +132,12 @@ def serve(
 ) -> None:
     """Run the Themis arbiter: start a local Ray cluster (--gpus over --machines) or join
     one (--address), then schedule submitted apps until interrupted."""
+    try:
+        import ray  # noqa: F401  (the runtime extra; the simulator runs without it)
+    except ImportError:
+        raise ThemisError(
+            "the runtime needs Ray: pip install 'themis-scheduler[runtime]'", field="serve"
+        ) from None
     from themis.runtime import ray_cluster
     from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
 
