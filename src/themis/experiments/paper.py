@@ -151,4 +151,17 @@ def plan(workload: Workload, policies: Sequence[str]) -> Plan:
                 )
                 requests.append(request)
                 points[(sweep.key, value, policy)] = name
+    # Longest first: two workers finish soonest when the long runs do not start last.
+    requests.sort(key=expected_cost, reverse=True)
     return Plan(main, chosen, requests, points)
+
+
+def expected_cost(request: RunRequest) -> float:
+    """A rough relative cost, for ordering only. Themis's rounds cost more the more apps
+    bid (low f, high contention) and the more rounds there are (short leases); baselines
+    are several times cheaper."""
+    contention = float(request.params.get("contention", 1.0))
+    if request.policy != "themis":
+        return 0.2 * contention
+    bidders = (1.0 - request.options.fairness_knob) * contention
+    return (0.5 + 4.0 * bidders) * (BASE.lease / request.options.lease) ** 0.5
