@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from themis.auction import AuctionOutcome, Bid, MenuEntry, partial_allocation
-from themis.auction.partial_allocation import round_share
+from themis.auction.partial_allocation import build_candidates, round_share
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.model.cluster import Cluster
@@ -404,3 +404,19 @@ def test_unknown_gpu_in_a_later_bidder_is_named() -> None:
     with pytest.raises(ThemisError, match="zz") as err:
         partial_allocation(bids, [0, 1], random.Random(0))
     assert err.value.field == "bids.b.menu[0].gpus"
+
+
+def test_nested_menus_give_each_bidder_its_own_candidates() -> None:
+    # Menus that extend the previous entry (as agents' chains do) are checked only in
+    # their new GPUs; every candidate still names its bidder, entry and exact mask.
+    bids = [
+        Bid("a", 9.0, (MenuEntry((2,), 3.0), MenuEntry((2, 0), 2.0), MenuEntry((2, 0, 1), 1.0))),
+        Bid("b", 9.0, (MenuEntry((1,), 4.0), MenuEntry((1, 2), 2.5))),
+    ]
+    got = [
+        [(c.bidder, c.entry, c.mask) for c in cands] for cands in build_candidates(bids, [0, 1, 2])
+    ]
+    assert got == [[(0, 0, 0b100), (0, 1, 0b101), (0, 2, 0b111)], [(1, 0, 0b010), (1, 1, 0b110)]]
+    with pytest.raises(ThemisError, match="listed twice") as err:
+        build_candidates([Bid("a", 9.0, (MenuEntry((2,), 3.0), MenuEntry((2, 2), 2.0)))], [2])
+    assert err.value.field == "bids.a.menu[1].gpus"

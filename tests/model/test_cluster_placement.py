@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from themis.errors import ThemisError
-from themis.model.cluster import Cluster, SetShape, Span
-from themis.model.placement import Packer, pack_gang
+from themis.model.cluster import Cluster, Gpu, SetShape, Span
+from themis.model.placement import OrderedPacker, Packer, pack_gang
 from themis.model.profiles import ModelProfile, load_profiles
 
 # -- Cluster.from_spec ------------------------------------------------------------------
@@ -233,3 +233,30 @@ def test_load_profiles_missing_file(tmp_path: Path) -> None:
 def test_load_profiles_custom_file(tmp_path: Path) -> None:
     path = _write(tmp_path, {"m": {"time_per_iteration": 2, "cross_machine": 1, "cross_rack": 0.5}})
     assert load_profiles(path) == {"m": ModelProfile("m", 2.0, 1.0, 0.5)}
+
+
+# -- topology order, shape memo, ordered packing --------------------------------------------
+
+
+def test_topology_rank_lists_rack_then_machine_then_gpu() -> None:
+    # GPUs numbered out of topology order: rack 1's machine first.
+    gpus = [Gpu(0, "a", 2, 1), Gpu(1, "b", 0, 0), Gpu(2, "c", 2, 1), Gpu(3, "d", 1, 0)]
+    cluster = Cluster(gpus)
+    assert cluster.topology_rank == (2, 0, 3, 1)
+    assert sorted(range(4), key=cluster.topology_rank.__getitem__) == [1, 3, 0, 2]
+
+
+def test_shape_of_remembers_and_accepts_any_iterable(c2x2x2: Cluster) -> None:
+    assert c2x2x2.shape_of([0, 1, 4]) == SetShape(3, 2, 2)
+    assert c2x2x2.shape_of((0, 1, 4)) is c2x2x2.shape_of(iter([0, 1, 4]))
+    assert c2x2x2.shape_of(()) == SetShape(0, 0, 0)
+
+
+def test_ordered_packer_single_gpus_follow_the_preference(c2x2x2: Cluster) -> None:
+    # One-GPU gangs come in preference order, skipping GPUs taken by whole gangs.
+    pool = OrderedPacker(c2x2x2, [5, 2, 3, 6, 7, 0, 1, 4])
+    assert pool.take(1) == (5,)
+    assert pool.take_exact([3])
+    assert pool.take(2) == (6, 7)  # the first machine with 2 free GPUs (2 is alone in its own)
+    assert [pool.take(1) for _ in range(4)] == [(2,), (0,), (1,), (4,)]
+    assert pool.take(1) is None and len(pool) == 0

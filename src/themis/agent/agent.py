@@ -10,12 +10,11 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.auction.bids import Bid, MenuEntry
-from themis.fairness.ftf import GangWork, estimate_time, rho
+from themis.fairness.ftf import GangWork, RemainingWork, rho
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import OrderedPacker
 from themis.model.state import AppState, JobState
@@ -32,16 +31,23 @@ class Agent:
         self.max_menu = max_menu
         self._cuts: dict[tuple[Hashable, ...], list[int]] = {}
 
-    def rho_with(self, now: float, n_avg: float, gpus: Sequence[int]) -> float:
-        """rho(i, G): the app's estimated finish-time fairness if it held ``gpus`` from now."""
-        remaining = self.app.remaining_by_gang(now)
-        return self._rho(now, n_avg, remaining, self.cluster.shape_of(gpus))
-
-    def _rho(
-        self, now: float, n_avg: float, remaining: dict[int, GangWork], shape: SetShape
+    def rho_with(
+        self,
+        now: float,
+        n_avg: float,
+        gpus: Sequence[int],
+        remaining: dict[int, GangWork] | None = None,
     ) -> float:
-        t_rem = estimate_time(self.app.profile, remaining, shape)
-        return rho(now, self.app.arrival, t_rem, self.app.t_cluster, n_avg)
+        """rho(i, G): the app's estimated finish-time fairness if it held ``gpus`` from now.
+
+        ``remaining`` is the app's ``remaining_by_gang(now)`` when the caller has it."""
+        if remaining is None:
+            remaining = self.app.remaining_by_gang(now)
+        work = RemainingWork(self.app.profile, remaining)
+        return self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
+
+    def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
+        return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
 
     def bid(
         self,
@@ -50,21 +56,25 @@ class Agent:
         kept: Sequence[int],
         offer: Sequence[int],
         renewable: Sequence[JobState] = (),
+        remaining: dict[int, GangWork] | None = None,
     ) -> Bid:
         """The app's bid for ``offer`` while it keeps ``kept``.
 
         ``offer`` is in the order the arbiter prefers this bidder to take GPUs in (each
         bidder's starts elsewhere); the chain walks it in that order. ``renewable`` are the
         app's jobs whose leases end now: bundles list their current GPUs first, so winning
-        them back continues those jobs without a restart."""
-        remaining = self.app.remaining_by_gang(now)
-        rho_none = self._rho(now, n_avg, remaining, self.cluster.shape_of(kept))
+        them back continues those jobs without a restart. ``remaining`` is the app's
+        ``remaining_by_gang(now)`` when the caller has it."""
+        if remaining is None:
+            remaining = self.app.remaining_by_gang(now)
+        work = RemainingWork(self.app.profile, remaining)
+        rho_none = self._rho(now, n_avg, work, self.cluster.shape_of(kept))
         entries: list[MenuEntry] = []
         self._cuts = {}
         chain = self._chain(now, kept, offer, renewable)
         for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):  # distinct: nested
             self._cuts[bundle] = cuts
-            entries.append(MenuEntry(bundle, self._rho(now, n_avg, remaining, shape)))
+            entries.append(MenuEntry(bundle, self._rho(now, n_avg, work, shape)))
         if len(entries) > self.max_menu:
             # Thin evenly over sizes, always keeping the largest bundle.
             entries.sort(key=lambda e: (len(e.gpus), e.rho))
@@ -89,9 +99,9 @@ class Agent:
                 gangs.append(job.gpus)
                 placed.add(id(job))
         for job in waiting_order(self.app, now, placed):
-            if not len(pool):
+            if not pool.size:
                 break
-            gpus = pool.take(job.gang)
+            gpus = pool.take(job.spec.gang)
             if gpus is not None:
                 gangs.append(gpus)
         return gangs
@@ -114,24 +124,34 @@ def _prefixes(
     chain, so their running maxima are the shape's."""
     if not chain:
         return []
-    sizes = {s for s in _SIZES if s < len(chain)} | {len(chain)}
-    machines: Counter[int] = Counter(cluster.machine_of[g] for g in kept)
-    racks: Counter[int] = Counter(cluster.rack_of[g] for g in kept)
+    last = len(chain)
+    sizes = {s for s in _SIZES if s < last}
+    sizes.add(last)
+    machine_of, rack_of = cluster.machine_of, cluster.rack_of
+    machines: dict[int, int] = {}
+    racks: dict[int, int] = {}
+    for g in kept:
+        m, r = machine_of[g], rack_of[g]
+        machines[m] = machines.get(m, 0) + 1
+        racks[r] = racks.get(r, 0) + 1
     machine_max = max(machines.values(), default=0)
     rack_max = max(racks.values(), default=0)
+    held = len(kept)
     flat: list[int] = []
     cuts = [0]
     out = []
     for n, gang in enumerate(chain, start=1):
         for g in gang:
-            m, r = cluster.machine_of[g], cluster.rack_of[g]
-            machines[m] += 1
-            racks[r] += 1
-            machine_max = max(machine_max, machines[m])
-            rack_max = max(rack_max, racks[r])
+            m, r = machine_of[g], rack_of[g]
+            count = machines[m] = machines.get(m, 0) + 1
+            if count > machine_max:
+                machine_max = count
+            count = racks[r] = racks.get(r, 0) + 1
+            if count > rack_max:
+                rack_max = count
         flat.extend(gang)
         cuts.append(len(flat))
         if n in sizes:
-            shape = SetShape(len(kept) + len(flat), machine_max, rack_max)
+            shape = SetShape(held + len(flat), machine_max, rack_max)
             out.append((tuple(flat), list(cuts), shape))
     return out

@@ -100,23 +100,33 @@ class Arbiter:
         # been waiting with nothing (its bid's "nothing" is still what it keeps).
         wanting = [a for a in view.apps if a.demand() > len(kept[a.app_id])]
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
-        rhos = {a.app_id: self.agent(a).rho_with(now, n_avg[a.app_id], a.held()) for a in wanting}
+        agents = {a.app_id: self.agent(a) for a in wanting}
+        # What each app has left to do, computed once for its rho here and its bid below.
+        remaining = {a.app_id: a.remaining_by_gang(now) for a in wanting}
+        rhos = {
+            a.app_id: agents[a.app_id].rho_with(now, n_avg[a.app_id], a.held(), remaining[a.app_id])
+            for a in wanting
+        }
         # 2. Offer, worst rho first (ties: earlier arrival).
         wanting.sort(key=lambda a: (-rhos[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker).
-        offer = sorted(pool, key=lambda g: (self.cluster.rack_of[g], self.cluster.machine_of[g], g))
+        offer = sorted(pool, key=self.cluster.topology_rank.__getitem__)
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)
             rotated = offer[start:] + offer[:start]
             bids.append(
-                self.agent(app).bid(
-                    now, n_avg[app.app_id], kept[app.app_id], rotated, renewable[app.app_id]
+                agents[app.app_id].bid(
+                    now,
+                    n_avg[app.app_id],
+                    kept[app.app_id],
+                    rotated,
+                    renewable[app.app_id],
+                    remaining[app.app_id],
                 )
             )
         # 4. Partial Allocation.
-        agents = {a.app_id: self.agent(a) for a in offered}
         outcome = partial_allocation(
             bids, offer, self.rng, trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n)
         )

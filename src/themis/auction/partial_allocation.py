@@ -81,24 +81,40 @@ def build_candidates(
         seen_apps.add(bid.app_id)
         _check_rho(bid.rho_none, source, f"bids.{bid.app_id}.none")
         best: dict[int, Candidate] = {}
+        prefix: tuple[Hashable, ...] = ()
+        prefix_mask = 0
         for e, entry in enumerate(bid.menu):
-            where = f"bids.{bid.app_id}.menu[{e}]"
-            _check_rho(entry.rho, source, f"{where}.rho")
-            if not entry.gpus:
+            gpus = entry.gpus
+            if not (isinstance(entry.rho, float) and 0.0 < entry.rho < math.inf):
+                _check_rho(entry.rho, source, f"bids.{bid.app_id}.menu[{e}].rho")
+            if not gpus:
                 raise ThemisError(
-                    "a menu entry needs at least one GPU", source=source, field=f"{where}.gpus"
+                    "a menu entry needs at least one GPU",
+                    source=source,
+                    field=f"bids.{bid.app_id}.menu[{e}].gpus",
                 )
-            mask = 0
-            for g in entry.gpus:
-                if g not in bit:
+            # Menus are usually nested prefixes of one chain: an entry that extends the
+            # previous one only needs its new GPUs checked (any error would be in them).
+            if prefix and len(gpus) > len(prefix) and gpus[: len(prefix)] == prefix:
+                mask, start = prefix_mask, len(prefix)
+            else:
+                mask, start = 0, 0
+            for g in gpus[start:]:
+                position = bit.get(g)
+                if position is None:
                     raise ThemisError(
-                        f"GPU '{g}' is not offered", source=source, field=f"{where}.gpus"
+                        f"GPU '{g}' is not offered",
+                        source=source,
+                        field=f"bids.{bid.app_id}.menu[{e}].gpus",
                     )
-                if mask >> bit[g] & 1:
+                if mask >> position & 1:
                     raise ThemisError(
-                        f"GPU '{g}' listed twice", source=source, field=f"{where}.gpus"
+                        f"GPU '{g}' listed twice",
+                        source=source,
+                        field=f"bids.{bid.app_id}.menu[{e}].gpus",
                     )
-                mask |= 1 << bit[g]
+                mask |= 1 << position
+            prefix, prefix_mask = gpus, mask
             value = gain(bid.rho_none, entry.rho)
             if value <= 0:
                 continue

@@ -8,19 +8,35 @@ auctions that most rounds hold, and scipy's HiGHS MILP, used when branch and bou
 explore too many nodes. Both return a provably optimal objective; brute force lives in the
 tests only. ``solve_all`` gives the optimum and every winner's optimum-without-it at once,
 sharing the preparation between those searches.
+
+Long searches also use an LP-dual bound (``prices``): it only ever removes subtrees that
+hold no improvement, and the visiting order never changes, so every answer is the one the
+plain search gives, bit for bit, found in fewer nodes.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
+from themis.auction.prices import SLACK, DualBound, descend, lp_prices
+
 #: Objective values within this distance are treated as equal (log-utility units).
 TOLERANCE = 1e-9
+
+#: Nodes a search visits with the capacity and clique bounds alone before it prices the
+#: GPUs with the LP relaxation and starts again with the LP-dual bound too (one LP solve
+#: costs about as much as 1,000 nodes; nearly every search finishes first).
+PRICE_AFTER = 1_000
+
+#: When the full search's nodes times its winners (about the re-solves' total) exceed this,
+#: every re-solve uses the LP-dual bound from its first node.
+EAGER_PRICING = 3_000
 
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
@@ -61,7 +77,8 @@ def solve(
     groups = [c for i, c in enumerate(candidates) if c and i != exclude]
     if not groups:
         return Solution(0.0, {})
-    result = _Search(_Plan(groups)).run(node_limit, incumbent)
+    plan = _Plan(groups)
+    result = _Search(plan).run(node_limit, incumbent, plan.lp_prices)
     if result is None:
         return _milp(groups)
     return result
@@ -76,14 +93,18 @@ def solve_all(
     incumbent=<optimum minus i's entry>)`` for every winner i (a bidder that wins nothing
     has OPT_-i = OPT and needs no re-solve), but the preparation (entry lists, cliques,
     bound tables) is shared: each re-solve only rebuilds the tables of the bidders
-    searched before i. Bidders are the ``Candidate.bidder`` ids, as in ``chosen``.
+    searched before i, and the GPU prices of the LP-dual bound (see ``prices``) are solved
+    at most once per auction. Bidders are the ``Candidate.bidder`` ids, as in ``chosen``.
     """
     groups = [c for c in candidates if c]
     if not groups:
         return Solution(0.0, {}), {}
     plan = _Plan(groups)
     full = _Search(plan)
-    best = full.run(node_limit, None)
+    best = full.run(node_limit, None, plan.lp_prices)
+    # Each re-solve costs about as much as the full search: when together they would cost
+    # more than an LP solve, they all get the LP-dual bound from the start.
+    eager = plan.priced or full.nodes * len(best.chosen if best else ()) > EAGER_PRICING
     if best is None:
         # Too large for branch and bound: the re-solves are as hard, so skip to HiGHS.
         best = _milp(groups)
@@ -96,9 +117,24 @@ def solve_all(
             without[bidder] = Solution(0.0, {})
             continue
         incumbent = Solution(best.objective - cand.gain, rest)
-        result = _Search(plan, full, bidder).run(node_limit, incumbent) if node_limit else None
+        result = None
+        if node_limit:
+            search = _Search(plan, full, bidder)
+            result = search.run(node_limit, incumbent, _repriced(plan, search, cand.mask), eager)
         without[bidder] = _milp(others) if result is None else result
     return best, without
+
+
+def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], list[float] | None]:
+    """Prices for the search without one winner: the auction's LP prices with the winner's
+    GPUs re-priced by descent (they are overpriced once their bidder is gone)."""
+    bits = [b for b in range(freed.bit_length()) if freed >> b & 1]
+
+    def pricing() -> list[float] | None:
+        base = plan.lp_prices()
+        return None if base is None else descend(search.seq, base, bits)
+
+    return pricing
 
 
 #: A candidate in search form: (gain, mask, number of GPUs, the candidate).
@@ -163,22 +199,38 @@ class _Plan:
             for t in o:
                 pool |= t[1]
         self.capacity = pool.bit_count()
+        self.width = pool.bit_length()
+        self._prices: list[float] | None = None
+
+    @property
+    def priced(self) -> bool:
+        return self._prices is not None
+
+    def lp_prices(self) -> list[float] | None:
+        """GPU prices over every bidder: the LP relaxation's duals, solved on first use."""
+        if self._prices is None:
+            self._prices = lp_prices(self.seq, self.width)
+        return self._prices
 
 
 class _Search:
     """Depth-first branch and bound over the plan's bidders (optionally without one).
 
-    Two upper bounds on what the bidders from position i on can still add, both ignoring
-    a different half of the packing constraints:
+    Upper bounds on what the bidders from position i on can still add, each ignoring part
+    of the packing constraints:
 
     - capacity: ``table[i][f]``, the best gain with at most one winner per clique and at
       most f GPUs in total (a small knapsack table, computed once per search);
     - compatibility: per remaining clique, the best entry still disjoint from the GPUs
-      taken and no larger than the free ones.
+      taken (an entry disjoint from them always fits in the free ones: all lie in the
+      pool);
+    - LP duality, in long searches only: see ``themis.auction.prices``.
     """
 
     table: list[list[float]]  # per position: best gain of the bidders from it on, by GPUs
     merged: list[list[_Option]]  # per position: entries of the rest of its clique
+    pairs: list[list[tuple[float, int]]]  # the same entries as (gain, mask)
+    nodes: int = 0  # nodes the last run visited
 
     def __init__(self, plan: _Plan, full: _Search | None = None, skip: int | None = None):
         capacity = plan.capacity
@@ -211,17 +263,52 @@ class _Search:
                 merged[i] = sorted(seq[i] + merged[i + 1], key=lambda t: -t[0])
         self.seq, self.end, self.table, self.merged = seq, end, table, merged
         self.capacity = capacity
-        # per position: the merged entry lists of the cliques left
-        self.groups: list[list[list[_Option]]] = []
+        # per position: the merged entries of each clique left, as (gain, mask)
+        if full is None or skip is None:
+            pairs = [[(t[0], t[1]) for t in m] for m in merged]
+        else:
+            pairs = [[(t[0], t[1]) for t in m] for m in merged[:q]] + full.pairs[q + 1 :]
+        self.pairs = pairs
+        self.groups: list[list[list[tuple[float, int]]]] = []
         for i in range(n):
             lists = []
             p = i
             while p < n:
-                lists.append(merged[p])
+                lists.append(pairs[p])
                 p = end[p]
             self.groups.append(lists)
 
-    def run(self, node_limit: int, incumbent: Solution | None) -> Solution | None:
+    def run(
+        self,
+        node_limit: int,
+        incumbent: Solution | None,
+        pricing: Callable[[], list[float] | None] | None = None,
+        eager: bool = False,
+    ) -> Solution | None:
+        """The best solution better than ``incumbent``, or None after ``node_limit`` nodes.
+
+        With ``pricing``, the search adds the LP-dual bound: from the start when ``eager``,
+        else once it has been open for ``PRICE_AFTER`` nodes (it then starts again). Any
+        extra valid bound only cuts subtrees that hold no improvement, and the visiting
+        order is unchanged, so the search meets the same improvements in the same order:
+        the same answer, bit for bit, from a subset of the nodes (so never a fallback to
+        HiGHS where the plain search would have finished).
+        """
+        if pricing is not None and not eager and node_limit > PRICE_AFTER:
+            result = self._run(PRICE_AFTER, incumbent, None)
+            if result is not None:
+                return result
+            eager = True
+        if pricing is None or not eager:
+            return self._run(node_limit, incumbent, None)
+        prices = pricing()
+        return self._run(
+            node_limit, incumbent, None if prices is None else DualBound(self.seq, prices)
+        )
+
+    def _run(
+        self, node_limit: int, incumbent: Solution | None, duals: DualBound | None
+    ) -> Solution | None:
         seq, end, table, groups = self.seq, self.end, self.table, self.groups
         n, capacity = len(seq), self.capacity
         best_value = -1.0
@@ -231,8 +318,10 @@ class _Search:
             best_pick = list(incumbent.chosen.values())
         pick: list[Candidate] = []
         nodes = 0
+        rows_from = duals.rows_from if duals is not None else None
+        price = duals.price if duals is not None else {}
 
-        def dfs(i: int, used: int, value: float) -> bool:
+        def dfs(i: int, used: int, value: float, yfree: float) -> bool:
             nonlocal best_value, best_pick, nodes
             if value > best_value + TOLERANCE:
                 best_value = value
@@ -245,37 +334,55 @@ class _Search:
                 need = best_value + TOLERANCE - value
                 if table[i][free] <= need:
                     return True
+                if rows_from is not None:
+                    bound = yfree + SLACK
+                    for row in rows_from[i]:
+                        for profit, mask in row:
+                            if not mask & used:
+                                bound += profit
+                                break
+                        if bound > need:
+                            break
+                    else:
+                        if bound <= need:
+                            return True
+                # Sums stop as soon as they exceed ``need``: they can no longer prune.
                 reach = 0.0
                 for entries in groups[i]:
-                    for gain, mask, size, _ in entries:
-                        if size <= free and not mask & used:
+                    for gain, mask in entries:
+                        if not mask & used:
                             reach += gain
                             break
-                if reach <= need:
-                    return True
+                    if reach > need:
+                        break
+                else:
+                    if reach <= need:
+                        return True
                 # Most promising first: an entry's gain plus the best the others can still
                 # add with the GPUs it leaves. A good incumbent early makes the bounds bite.
+                # Ties keep the entries' order (k).
                 after = table[end[i]]
                 options = sorted(
                     [
-                        (gain + after[free - size], mask, gain, cand)
-                        for gain, mask, size, cand in seq[i]
-                        if size <= free and not mask & used
-                    ],
-                    key=lambda o: -o[0],
+                        (-(gain + after[free - size]), k, mask, gain, cand)
+                        for k, (gain, mask, size, cand) in enumerate(seq[i])
+                        if not mask & used
+                    ]
                 )
-                for promise, mask, gain, cand in options:
-                    if promise <= best_value + TOLERANCE - value:
+                for promise, _, mask, gain, cand in options:
+                    if -promise <= best_value + TOLERANCE - value:
                         break
                     pick.append(cand)
-                    ok = dfs(end[i], used | mask, value + gain)
+                    ok = dfs(end[i], used | mask, value + gain, yfree - price.get(mask, 0.0))
                     pick.pop()
                     if not ok:
                         return False
                 i += 1
             return True
 
-        if not dfs(0, 0, 0.0):
+        ok = dfs(0, 0, 0.0, duals.total if duals is not None else 0.0)
+        self.nodes = nodes
+        if not ok:
             return None
         return Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
 

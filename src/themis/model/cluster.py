@@ -44,6 +44,9 @@ class SetShape:
 
 EMPTY_SHAPE = SetShape(0, 0, 0)
 
+#: How many GPU sets ``Cluster.shape_of`` remembers before starting afresh.
+_SHAPE_CACHE = 1 << 16
+
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*$")
 
 
@@ -69,6 +72,15 @@ class Cluster:
             max(len(v) for v in machines.values()),
             max(racks.values()),
         )
+        # each GPU's position when the cluster is listed rack by rack, machine by machine
+        order = sorted(
+            range(len(self.gpus)), key=lambda g: (self.rack_of[g], self.machine_of[g], g)
+        )
+        rank = [0] * len(order)
+        for position, g in enumerate(order):
+            rank[g] = position
+        self.topology_rank: tuple[int, ...] = tuple(rank)
+        self._shapes: dict[tuple[int, ...], SetShape] = {}
 
     @classmethod
     def from_spec(cls, spec: str) -> Cluster:
@@ -99,16 +111,21 @@ class Cluster:
         return f"{self.size} GPUs in {len(self.machine_gpus)} machines, {racks} racks"
 
     def shape_of(self, gpus: Iterable[int]) -> SetShape:
-        per_machine: Counter[int] = Counter()
-        per_rack: Counter[int] = Counter()
-        count = 0
-        for g in gpus:
-            per_machine[self.machine_of[g]] += 1
-            per_rack[self.rack_of[g]] += 1
-            count += 1
-        if count == 0:
+        key = gpus if type(gpus) is tuple else tuple(gpus)
+        shape = self._shapes.get(key)
+        if shape is None:
+            # Apps keep their GPU sets for many rounds: remember recent answers.
+            if len(self._shapes) >= _SHAPE_CACHE:
+                self._shapes.clear()
+            shape = self._shapes[key] = self._shape(key)
+        return shape
+
+    def _shape(self, gpus: tuple[int, ...]) -> SetShape:
+        if not gpus:
             return EMPTY_SHAPE
-        return SetShape(count, max(per_machine.values()), max(per_rack.values()))
+        per_machine = Counter(map(self.machine_of.__getitem__, gpus))
+        per_rack = Counter(map(self.rack_of.__getitem__, gpus))
+        return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()))
 
     def span(self, gpus: Iterable[int]) -> Span:
         gpus = tuple(gpus)

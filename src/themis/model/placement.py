@@ -115,13 +115,23 @@ class OrderedPacker(Packer):
         if gang <= 0 or self.size < gang:
             return None
         machine_of = self.cluster.machine_of
+        by_machine = self.by_machine
         pref = self.preference
-        while self._cursor < len(pref) and pref[self._cursor] not in self.by_machine.get(
-            machine_of[pref[self._cursor]], ()
+        cursor = self._cursor
+        # Every GPU before the cursor is taken (GPUs never come back to the pool).
+        while cursor < len(pref) and pref[cursor] not in by_machine.get(
+            machine_of[pref[cursor]], ()
         ):
-            self._cursor += 1
-        for i in range(self._cursor, len(pref)):
-            free = self.by_machine[machine_of[pref[i]]]
+            cursor += 1
+        self._cursor = cursor
+        if gang == 1:
+            # The first free GPU in preference order is its machine's first free one.
+            g = pref[cursor]
+            by_machine[machine_of[g]].remove(g)
+            self.size -= 1
+            return (g,)
+        for i in range(cursor, len(pref)):
+            free = by_machine[machine_of[pref[i]]]
             if pref[i] in free and len(free) >= gang:
                 picked = sorted(free, key=self.rank.__getitem__)[:gang]
                 for g in picked:

@@ -8,6 +8,10 @@ the mechanism (simulator or runtime) applies a schedule.
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_left, insort
+from functools import reduce
+
 from themis.fairness.ftf import GangWork
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
@@ -26,11 +30,16 @@ class JobState:
         "finished_at",
         "attained",
         "best_placed",
+        "index",
+        "listed",
     )
 
-    def __init__(self, spec: JobSpec, app: AppState) -> None:
+    def __init__(self, spec: JobSpec, app: AppState, index: int = 0) -> None:
         self.spec = spec
         self.app = app
+        self.index = index  # position in its app's job list (ties in the idle order)
+        # where its app's cache lists it: None, or the idle sort key, or _RUNNING
+        self.listed: tuple[float, int] | str | None = None
         self.done = 0.0
         self.updated_at = 0.0
         self.rate = 0.0
@@ -65,7 +74,7 @@ class JobState:
         self.gpus = gpus
         self.rate = rate
         self.started_at = now
-        self.app.touch()
+        self.app.job_changed(self)
 
     def stop(self, now: float, best: bool) -> None:
         self.advance(now, best)
@@ -73,12 +82,12 @@ class JobState:
         self.rate = 0.0
         self.until = None
         self.started_at = None
-        self.app.touch()
+        self.app.job_changed(self)
 
     def finish(self, now: float) -> None:
         self.done = self.spec.work
         self.finished_at = now
-        self.app.touch()
+        self.app.job_changed(self)
 
     def advance(self, t: float, best: bool) -> None:
         dt = t - self.updated_at
@@ -96,6 +105,9 @@ class JobState:
         )
 
 
+_RUNNING = "running"
+
+
 class AppState:
     """An app's live view: its jobs' progress and its place in fairness accounting."""
 
@@ -103,42 +115,120 @@ class AppState:
         self.spec = spec
         self.profile = profile
         self.t_cluster = t_cluster
-        self.jobs = [JobState(j, self) for j in spec.jobs]
+        self.jobs = [JobState(j, self, k) for k, j in enumerate(spec.jobs)]
         self.finish: float | None = None
         # Bumped by every start, stop and finish of a job: the caches below are only valid
         # for one version. Jobs that are not running do not progress, so what is derived
         # from them stays exact between versions.
         self.version = 0
         self._cached_version = -1
-        self._idle: list[JobState] = []
-        self._running: list[JobState] = []
-        self._idle_work: dict[int, tuple[float, float, int]] = {}
+        # Jobs changed through start/stop/finish since the caches were last brought up to
+        # date; ``touch`` (any other change) makes the next refresh rebuild everything.
+        self._changed: list[JobState] = []
+        self._stale = True
+        self._idle: list[JobState] = []  # longest remaining first, ties: submission order
+        self._idle_keys: list[tuple[float, int]] = []  # their sort keys, for bisection
+        self._running: list[JobState] = []  # submission order
+        # per gang size: the idle jobs' sort keys and remaining iterations, in idle order
+        self._gang_keys: dict[int, list[tuple[float, int]]] = {}
+        self._gang_rems: dict[int, list[float]] = {}
+        self._idle_work: dict[int, GangWork] = {}
         self._held: tuple[int, ...] = ()
         self._demand = 0
 
     def touch(self) -> None:
+        """Mark every cache stale (after changing jobs other than by start/stop/finish)."""
         self.version += 1
+        self._stale = True
+
+    def job_changed(self, job: JobState) -> None:
+        """``job`` started, stopped or finished: only its place in the caches changes."""
+        self.version += 1
+        if not self._stale:
+            self._changed.append(job)
 
     def _refresh(self) -> None:
         # Callers test the version first: this runs millions of times per simulation.
-        live = [j for j in self.jobs if j.finished_at is None]
-        self._running = [j for j in live if j.gpus]
-        idle = [j for j in live if not j.gpus]
-        idle.sort(key=lambda j: j.done - j.spec.work)  # longest remaining first, stable
-        self._idle = idle
-        work: dict[int, list[float]] = {}
-        for job in idle:
-            rem = job.spec.work - job.done
-            entry = work.get(job.gang)
-            if entry is None:
-                work[job.gang] = [rem, rem, 1]
-            else:
-                entry[0] += rem
-                entry[2] += 1  # idle is sorted: the first seen is the longest
-        self._idle_work = {g: (v[0], v[1], int(v[2])) for g, v in work.items()}
-        self._demand = sum(j.spec.gang for j in live)
+        if self._stale:
+            self._rebuild()
+        else:
+            touched: set[int] = set()
+            seen: set[int] = set()
+            for job in self._changed:
+                if id(job) not in seen:
+                    seen.add(id(job))
+                    self._replace(job, touched)
+            if touched:
+                self._sum_idle_work()
+        self._changed.clear()
         self._held = tuple(g for j in self._running for g in j.gpus)
         self._cached_version = self.version
+
+    def _rebuild(self) -> None:
+        self._idle, self._idle_keys, self._running = [], [], []
+        self._gang_keys, self._gang_rems = {}, {}
+        self._demand = 0
+        for job in self.jobs:
+            job.listed = None
+            if job.finished_at is None:
+                self._demand += job.spec.gang
+                self._place(job, None)
+        self._sum_idle_work()
+        self._stale = False
+
+    def _replace(self, job: JobState, touched: set[int] | None) -> None:
+        """Move ``job`` to where its current state lists it."""
+        listed = job.listed
+        if listed is _RUNNING:
+            self._running.remove(job)
+        elif listed is not None:
+            k = bisect_left(self._idle_keys, listed)
+            del self._idle[k]
+            del self._idle_keys[k]
+            gang = job.spec.gang
+            keys = self._gang_keys[gang]
+            k = bisect_left(keys, listed)
+            del keys[k]
+            del self._gang_rems[gang][k]
+            if touched is not None:
+                touched.add(gang)
+        job.listed = None
+        if job.finished_at is not None:
+            if listed is not None:
+                self._demand -= job.spec.gang
+            return
+        if listed is None:
+            self._demand += job.spec.gang
+        self._place(job, touched)
+
+    def _place(self, job: JobState, touched: set[int] | None) -> None:
+        if job.gpus:
+            job.listed = _RUNNING
+            insort(self._running, job, key=operator.attrgetter("index"))
+            return
+        # longest remaining first, stable in submission order (a sort by done - work)
+        key = (job.done - job.spec.work, job.index)
+        job.listed = key
+        k = bisect_left(self._idle_keys, key)
+        self._idle_keys.insert(k, key)
+        self._idle.insert(k, job)
+        gang = job.spec.gang
+        keys = self._gang_keys.setdefault(gang, [])
+        k = bisect_left(keys, key)
+        keys.insert(k, key)
+        self._gang_rems.setdefault(gang, []).insert(k, job.spec.work - job.done)
+        if touched is not None:
+            touched.add(gang)
+
+    def _sum_idle_work(self) -> None:
+        # Gangs in the order their first idle job comes (as a walk of the idle list meets
+        # them), each summed left to right in idle order: the same floats as that walk.
+        gangs = sorted((keys[0], g) for g, keys in self._gang_keys.items() if keys)
+        work: dict[int, GangWork] = {}
+        for _, gang in gangs:
+            rems = self._gang_rems[gang]
+            work[gang] = GangWork(reduce(operator.add, rems), rems[0], len(rems))
+        self._idle_work = work
 
     @property
     def app_id(self) -> str:
@@ -178,12 +268,14 @@ class AppState:
         """Live jobs' remaining iterations at time ``t``, grouped by gang size."""
         if self._cached_version != self.version:
             self._refresh()
+        if not self._running:
+            return dict(self._idle_work)
         acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
         for job in self._running:
             rem = job.remaining_at(t)
-            entry = acc.get(job.gang)
+            entry = acc.get(job.spec.gang)
             if entry is None:
-                acc[job.gang] = [rem, rem, 1]
+                acc[job.spec.gang] = [rem, rem, 1]
             else:
                 entry[0] += rem
                 if rem > entry[1]:

@@ -1,0 +1,75 @@
+"""AppState keeps its caches up to date job by job: after any sequence of starts, stops
+and finishes they must equal a rebuild from scratch, float for float."""
+
+from __future__ import annotations
+
+import random
+
+from themis.model.profiles import ModelProfile
+from themis.model.state import AppState, JobState
+from themis.model.workload import AppSpec, JobSpec
+
+PROFILE = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.5, cross_rack=0.25)
+
+
+def _app(rng: random.Random, jobs: int) -> AppState:
+    specs = tuple(
+        JobSpec(f"j{k}", rng.choice((1, 1, 2, 4)), float(rng.choice((100, 100, 250, 777))))
+        for k in range(jobs)
+    )
+    return AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0)
+
+
+def _view(app: AppState, now: float) -> tuple:
+    return (
+        [j.job_id for j in app.idle_jobs()],
+        [j.job_id for j in app.running_jobs()],
+        app.demand(),
+        app.held(),
+        app.remaining_by_gang(now),
+    )
+
+
+def _rebuilt(app: AppState, now: float) -> tuple:
+    app.touch()  # forces the full rebuild
+    return _view(app, now)
+
+
+def test_incremental_caches_equal_a_rebuild() -> None:
+    rng = random.Random(3)
+    for _ in range(30):
+        app = _app(rng, rng.randint(1, 25))
+        now = 0.0
+        next_gpu = 0
+        for _ in range(60):
+            now += rng.uniform(0.0, 20.0)
+            job: JobState = rng.choice(app.jobs)
+            if job.finished_at is not None:
+                continue
+            action = rng.random()
+            if job.gpus and action < 0.5:
+                job.stop(now, best=True)
+            elif job.gpus and action < 0.6:
+                job.stop(now, best=False)
+                job.finish(now)
+            elif not job.gpus and action < 0.9:
+                gpus = tuple(range(next_gpu, next_gpu + job.gang))
+                next_gpu += job.gang
+                job.start(gpus, rate=rng.choice((0.5, 1.0, 2.0)), now=now)
+            elif not job.gpus:
+                job.finish(now)
+            if rng.random() < 0.5:  # caches read now and then, not after every change
+                assert _view(app, now) == _rebuilt(app, now)
+        assert _view(app, now) == _rebuilt(app, now)
+
+
+def test_idle_order_is_longest_remaining_first_then_submission_order() -> None:
+    specs = tuple(JobSpec(f"j{k}", 1, w) for k, w in enumerate((50.0, 80.0, 50.0, 80.0)))
+    app = AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0)
+    assert [j.job_id for j in app.idle_jobs()] == ["j1", "j3", "j0", "j2"]
+    j1 = app.jobs[1]
+    j1.start((0,), rate=1.0, now=0.0)
+    j1.stop(30.0, best=True)  # 50 left, as j0 and j2: between them, in submission order
+    assert [j.job_id for j in app.idle_jobs()] == ["j3", "j0", "j1", "j2"]
+    work = app.remaining_by_gang(30.0)[1]
+    assert (work.total, work.longest, work.jobs) == (230.0, 80.0, 4)
