@@ -1,9 +1,11 @@
 """Speed benchmarks: one command, printed figures.
 
-    .venv/bin/python benchmarks/run.py [--repeats N] [--policies a,b] [--skip-auction]
+    .venv/bin/python benchmarks/run.py [--repeats N] [--policies a,b] [--knobs 0,0.5,0.8]
+                                       [--skip-auction]
 
 1. Wall time of the HyperDrive simulation (bundled trace, default arrivals, 64 GPUs) per
-   policy: the median of ``--repeats`` runs.
+   policy: the median of ``--repeats`` runs. Themis runs once per fairness knob in
+   ``--knobs`` (default: the library default 0.8; f = 0 is the slowest, every app bids).
 2. The median wall time of one Themis arbiter round with 100 bidders on 512 GPUs (all free,
    f = 0 so that every app bids): visibility, bids, Partial Allocation with its 100
    re-solves for the hidden payments, leftover allocation.
@@ -31,19 +33,24 @@ from themis.simulator import simulate
 from themis.workload import load_workload
 
 
-def time_simulations(policies: list[str], repeats: int) -> list[tuple[str, float, int]]:
+def time_simulations(
+    policies: list[str], repeats: int, knobs: list[float]
+) -> list[tuple[str, float, int]]:
     workload = load_workload()
     cluster = Cluster.from_spec("2x4x8")
     rows = []
     for name in policies:
-        times = []
-        rounds = 0
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = simulate(workload, cluster, make_policy(name, PolicyOptions()))
-            times.append(time.perf_counter() - start)
-            rounds = result.rounds
-        rows.append((name, statistics.median(times), rounds))
+        for knob in knobs if name == "themis" else [PolicyOptions().fairness_knob]:
+            times = []
+            rounds = 0
+            for _ in range(repeats):
+                options = PolicyOptions(fairness_knob=knob)
+                start = time.perf_counter()
+                result = simulate(workload, cluster, make_policy(name, options))
+                times.append(time.perf_counter() - start)
+                rounds = result.rounds
+            label = f"{name} f={knob:g}" if name == "themis" else name
+            rows.append((label, statistics.median(times), rounds))
     return rows
 
 
@@ -93,17 +100,34 @@ def time_auction_round(bidders: int, repeats: int) -> tuple[float, int]:
     return statistics.median(times), granted
 
 
+def _knobs(text: str) -> list[float]:
+    try:
+        knobs = [float(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if not knobs or not all(0.0 <= k < 1.0 for k in knobs):
+        raise argparse.ArgumentTypeError(f"each knob must satisfy 0 <= f < 1: {text!r}")
+    return knobs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--policies", default=",".join(policy_names()))
+    parser.add_argument(
+        "--knobs",
+        type=_knobs,
+        default=[PolicyOptions().fairness_knob],
+        help="fairness knobs f to time Themis at, comma-separated (0 <= f < 1)",
+    )
     parser.add_argument("--skip-auction", action="store_true")
     args = parser.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
+    knobs = args.knobs
     print(f"HyperDrive trace, 64 GPUs (2x4x8), median of {args.repeats} run(s):")
-    print(f"  {'policy':<10} {'wall s':>8} {'rounds':>8}")
-    for name, seconds, rounds in time_simulations(policies, args.repeats):
-        print(f"  {name:<10} {seconds:>8.2f} {rounds:>8}")
+    print(f"  {'policy':<14} {'wall s':>8} {'rounds':>8}")
+    for name, seconds, rounds in time_simulations(policies, args.repeats, knobs):
+        print(f"  {name:<14} {seconds:>8.2f} {rounds:>8}")
     sys.stdout.flush()
     if not args.skip_auction:
         seconds, granted = time_auction_round(100, args.repeats)

@@ -20,7 +20,12 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
     """Live jobs whose ids (``id(job)``) are not in ``exclude``, longest remaining first
     (ties: idle jobs before running ones, then submission order)."""
     skip = exclude or set()
-    idle = (j for j in app.idle_jobs() if id(j) not in skip)
+    idle_jobs = app.idle_jobs()
+    idle: Iterator[JobState]
+    if skip.isdisjoint(map(id, idle_jobs)):  # the usual case: nothing to filter
+        idle = iter(idle_jobs)
+    else:
+        idle = (j for j in idle_jobs if id(j) not in skip)
     running = sorted(
         (j for j in app.running_jobs() if id(j) not in skip), key=lambda j: -j.remaining_at(now)
     )

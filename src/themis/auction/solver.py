@@ -128,11 +128,12 @@ def solve_all(
 def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], list[float] | None]:
     """Prices for the search without one winner: the auction's LP prices with the winner's
     GPUs re-priced by descent (they are overpriced once their bidder is gone)."""
-    bits = [b for b in range(freed.bit_length()) if freed >> b & 1]
 
     def pricing() -> list[float] | None:
         base = plan.lp_prices()
-        return None if base is None else descend(search.seq, base, bits)
+        if base is None:  # pragma: no cover - a bounded feasible LP always solves
+            return None
+        return descend(search.seq, base, [b for b in range(freed.bit_length()) if freed >> b & 1])
 
     return pricing
 
@@ -229,7 +230,6 @@ class _Search:
 
     table: list[list[float]]  # per position: best gain of the bidders from it on, by GPUs
     merged: list[list[_Option]]  # per position: entries of the rest of its clique
-    pairs: list[list[tuple[float, int]]]  # the same entries as (gain, mask)
     nodes: int = 0  # nodes the last run visited
 
     def __init__(self, plan: _Plan, full: _Search | None = None, skip: int | None = None):
@@ -263,18 +263,13 @@ class _Search:
                 merged[i] = sorted(seq[i] + merged[i + 1], key=lambda t: -t[0])
         self.seq, self.end, self.table, self.merged = seq, end, table, merged
         self.capacity = capacity
-        # per position: the merged entries of each clique left, as (gain, mask)
-        if full is None or skip is None:
-            pairs = [[(t[0], t[1]) for t in m] for m in merged]
-        else:
-            pairs = [[(t[0], t[1]) for t in m] for m in merged[:q]] + full.pairs[q + 1 :]
-        self.pairs = pairs
-        self.groups: list[list[list[tuple[float, int]]]] = []
+        # per position: the merged entry lists of the cliques left
+        self.groups: list[list[list[_Option]]] = []
         for i in range(n):
             lists = []
             p = i
             while p < n:
-                lists.append(pairs[p])
+                lists.append(merged[p])
                 p = end[p]
             self.groups.append(lists)
 
@@ -318,7 +313,8 @@ class _Search:
             best_pick = list(incumbent.chosen.values())
         pick: list[Candidate] = []
         nodes = 0
-        rows_from = duals.rows_from if duals is not None else None
+        priced = duals is not None
+        rows_from = duals.rows_from if duals is not None else []
         price = duals.price if duals is not None else {}
 
         def dfs(i: int, used: int, value: float, yfree: float) -> bool:
@@ -334,7 +330,7 @@ class _Search:
                 need = best_value + TOLERANCE - value
                 if table[i][free] <= need:
                     return True
-                if rows_from is not None:
+                if priced:
                     bound = yfree + SLACK
                     for row in rows_from[i]:
                         for profit, mask in row:
@@ -349,7 +345,7 @@ class _Search:
                 # Sums stop as soon as they exceed ``need``: they can no longer prune.
                 reach = 0.0
                 for entries in groups[i]:
-                    for gain, mask in entries:
+                    for gain, mask, _, _ in entries:
                         if not mask & used:
                             reach += gain
                             break
@@ -373,7 +369,9 @@ class _Search:
                     if -promise <= best_value + TOLERANCE - value:
                         break
                     pick.append(cand)
-                    ok = dfs(end[i], used | mask, value + gain, yfree - price.get(mask, 0.0))
+                    ok = dfs(
+                        end[i], used | mask, value + gain, yfree - price[mask] if priced else yfree
+                    )
                     pick.pop()
                     if not ok:
                         return False

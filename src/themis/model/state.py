@@ -113,6 +113,8 @@ class AppState:
 
     def __init__(self, spec: AppSpec, profile: ModelProfile, t_cluster: float) -> None:
         self.spec = spec
+        self.app_id: str = spec.app_id  # plain attributes: read millions of times a run
+        self.arrival: float = spec.arrival
         self.profile = profile
         self.t_cluster = t_cluster
         self.jobs = [JobState(j, self, k) for k, j in enumerate(spec.jobs)]
@@ -230,14 +232,6 @@ class AppState:
             work[gang] = GangWork(reduce(operator.add, rems), rems[0], len(rems))
         self._idle_work = work
 
-    @property
-    def app_id(self) -> str:
-        return self.spec.app_id
-
-    @property
-    def arrival(self) -> float:
-        return self.spec.arrival
-
     def live_jobs(self) -> list[JobState]:
         return [j for j in self.jobs if j.finished_at is None]
 
@@ -272,7 +266,9 @@ class AppState:
             return dict(self._idle_work)
         acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
         for job in self._running:
-            rem = job.remaining_at(t)
+            rem = job.spec.work - job.done - job.rate * (t - job.updated_at)  # remaining_at
+            if not rem > 0.0:  # exactly max(0.0, rem)
+                rem = 0.0
             entry = acc.get(job.spec.gang)
             if entry is None:
                 acc[job.spec.gang] = [rem, rem, 1]
