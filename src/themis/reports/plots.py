@@ -122,9 +122,12 @@ def sweep_plot(
 ) -> bytes:
     """How a metric moves as one parameter is swept, one line per policy."""
     fig, ax = _new(title, xlabel, ylabel)
+    values = [y for line in series for y in line.y if y > 0]
     for line in series:
         ax.plot(list(line.x), list(line.y), marker="o", label=line.label)
-    if log_y:
+    # A log axis only helps across orders of magnitude; over a narrow range its ticks
+    # are unreadable.
+    if log_y and values and max(values) / min(values) >= 10:
         ax.set_yscale("log")
     ax.legend(fontsize="small")
     return _png(fig)
