@@ -420,3 +420,55 @@ def test_nested_menus_give_each_bidder_its_own_candidates() -> None:
     with pytest.raises(ThemisError, match="listed twice") as err:
         build_candidates([Bid("a", 9.0, (MenuEntry((2,), 3.0), MenuEntry((2, 2), 2.0)))], [2])
     assert err.value.field == "bids.a.menu[1].gpus"
+
+
+# --- the whole-GPU rule with gangs ------------------------------------------------------
+
+
+def _gang_contest() -> tuple[list[Bid], list[int]]:
+    """Two bidders want the same 8 GPUs. x*: "gang" wins (gain log 2 > log(2 / 1.2)), and
+    without it "other" would win, so c_gang = exp(-log(2 / 1.2)) = 0.6."""
+    free = list(range(8))
+    bids = [
+        Bid("gang", 2.0, (MenuEntry(tuple(free), 1.0),)),
+        Bid("other", 2.0, (MenuEntry(tuple(free), 1.2),)),
+    ]
+    return bids, free
+
+
+def test_round_share_to_units_is_unbiased_and_usable() -> None:
+    # 0.6 * 8 = 4.8 GPUs of a single 8-GPU gang: all of it with probability 0.6, else none.
+    draws = [round_share(0.6, 8, random.Random(seed), [0, 8]) for seed in range(2000)]
+    assert set(draws) == {0, 8}
+    assert sum(draws) / len(draws) == pytest.approx(4.8, abs=0.25)
+    # Units 0, 2, 4, 6: 0.75 * 6 = 4.5 lies between 4 and 6, each drawn half the time.
+    draws = [round_share(0.75, 6, random.Random(seed), [0, 2, 4, 6]) for seed in range(2000)]
+    assert set(draws) == {4, 6}
+    assert sum(draws) / len(draws) == pytest.approx(4.5, abs=0.1)
+    # On a unit exactly: no draw, no change.
+    assert round_share(0.5, 8, random.Random(0), [0, 4, 8]) == 4
+    # Without units it is the per-GPU rule, draw for draw.
+    for seed in range(50):
+        assert round_share(0.6, 8, random.Random(seed), list(range(9))) == round_share(
+            0.6, 8, random.Random(seed)
+        )
+
+
+def test_one_gang_bundle_is_granted_whole_with_probability_c() -> None:
+    bids, free = _gang_contest()
+
+    def gangs(app_id: str, bundle: tuple) -> list[int]:
+        return [0, 8] if app_id == "gang" else list(range(len(bundle) + 1))
+
+    def whole_gangs(app_id: str, bundle: tuple, count: int) -> tuple:
+        return bundle if count == len(bundle) else ()
+
+    granted = []
+    for seed in range(400):
+        got = _run(bids, free, seed=seed, trim=whole_gangs, units=gangs).apps["gang"]
+        assert len(got.choice) == 8
+        assert got.c == pytest.approx(0.6, rel=1e-9)
+        assert len(got.granted) in (0, 8)
+        granted.append(len(got.granted))
+    # Per-GPU rounding would keep 4 or 5 GPUs, which a gang of 8 cannot use: never a win.
+    assert sum(granted) / len(granted) == pytest.approx(4.8, abs=0.5)

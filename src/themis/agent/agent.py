@@ -106,6 +106,11 @@ class Agent:
                 gangs.append(gpus)
         return gangs
 
+    def units(self, bundle: tuple[Hashable, ...]) -> list[int] | None:
+        """The GPU counts of ``bundle`` this app can use: its gang boundaries (None: a
+        bundle this agent did not bid, any count)."""
+        return self._cuts.get(bundle)
+
     def trim(self, app_id: str, bundle: tuple[Hashable, ...], count: int) -> tuple[Hashable, ...]:
         """Whole gangs only: the longest prefix of the bundle's gangs within ``count`` GPUs."""
         cuts = self._cuts.get(bundle)

@@ -128,7 +128,11 @@ class Arbiter:
             )
         # 4. Partial Allocation.
         outcome = partial_allocation(
-            bids, offer, self.rng, trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n)
+            bids,
+            offer,
+            self.rng,
+            trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n),
+            units=lambda app_id, b: agents[app_id].units(b),
         )
         leftover = set(outcome.leftover)
         planned: set[int] = {id(j) for j in schedule}

@@ -11,14 +11,18 @@ denominator does not depend on i's bid and x* maximises the numerator for i's tr
 so bidding the truth is a dominant strategy.
 
 **Whole-GPU rule (our choice; the paper is silent).** A c_i fraction of a bundle of n GPUs
-is c_i * n GPUs, which is rarely whole. We round it *randomly and without bias*: keep
-floor(c_i n) GPUs, plus one more with probability frac(c_i n), drawn from the round's
-seeded generator. So the expected number of GPUs granted is exactly c_i * n, never more
-than ceil(c_i n), and a small bundle is not systematically lost to rounding down (which
-would turn every 1-GPU win with c_i < 1 into nothing). Which GPUs are kept is the bidder's
-choice (``trim``: by default the first ones in its menu entry's order; the Themis agent
-keeps what its gangs can use). What is not granted is the hidden payment and goes to the
-arbiter's leftover allocation.
+is c_i * n GPUs, which is rarely whole, and a bidder can only use some counts of GPUs out
+of its bundle (its *units*: with gangs of 8, only multiples of 8). We round *randomly and
+without bias to a usable count*: with lo <= c_i n <= hi the nearest usable counts, keep hi
+GPUs with probability (c_i n - lo) / (hi - lo), else lo, drawn from the round's seeded
+generator. So the expected number of GPUs granted is exactly c_i * n, never more than the
+next usable count, and a small bundle is not systematically lost to rounding down: with
+single GPUs as units (the default) a 1-GPU win with c_i < 1 is kept with probability c_i,
+and a one-gang bundle of 8 is kept whole with probability c_i (rounding GPUs first and
+then dropping the partial gang would turn every such win with c_i < 1 into nothing, which
+starves gang apps). Which GPUs are kept is the bidder's choice (``trim``: by default the
+first ones in its menu entry's order; the Themis agent keeps whole gangs). What is not
+granted is the hidden payment and goes to the arbiter's leftover allocation.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ from themis.errors import ThemisError
 
 #: (app_id, bundle in preference order, how many GPUs it may keep) -> the GPUs it keeps
 Trim = Callable[[str, tuple[Hashable, ...], int], tuple[Hashable, ...]]
+#: (app_id, bundle) -> the GPU counts the bidder can use out of it, ascending, from 0 to
+#: len(bundle) (e.g. its gang boundaries); None: every count
+Units = Callable[[str, tuple[Hashable, ...]], "Sequence[int] | None"]
 
 
 @dataclass(frozen=True)
@@ -54,14 +61,22 @@ def keep_prefix(app_id: str, bundle: tuple[Hashable, ...], count: int) -> tuple[
     return bundle[:count]
 
 
-def round_share(c: float, size: int, rng: random.Random) -> int:
-    """Unbiased whole-GPU rounding of ``c * size``."""
+def round_share(c: float, size: int, rng: random.Random, units: Sequence[int] | None = None) -> int:
+    """Unbiased rounding of ``c * size`` GPUs to one of ``units`` (usable counts, ascending,
+    0 and ``size`` included; None: every whole count)."""
     exact = c * size
-    whole = math.floor(exact + 1e-12)
-    fraction = exact - whole
+    if units is None:
+        lo = min(math.floor(exact + 1e-12), size)
+        hi = min(lo + 1, size)
+    else:
+        lo = max((u for u in units if u <= exact + 1e-12), default=0)
+        hi = min((u for u in units if u > lo), default=lo)
+    if hi <= lo:
+        return lo
+    fraction = (exact - lo) / (hi - lo)
     if fraction > 1e-12 and rng.random() < fraction:
-        whole += 1
-    return min(whole, size)
+        return hi
+    return lo
 
 
 def build_candidates(
@@ -137,6 +152,7 @@ def partial_allocation(
     rng: random.Random,
     trim: Trim = keep_prefix,
     source: str = "auction",
+    units: Units | None = None,
 ) -> AuctionOutcome:
     candidates = build_candidates(bids, free, source)
     best, without = solve_all(candidates)
@@ -149,7 +165,8 @@ def partial_allocation(
             continue
         bundle = bid.menu[cand.entry].gpus
         c = payment_fraction(best, without, b)
-        keep = round_share(c, len(bundle), rng)
+        usable = units(bid.app_id, bundle) if units is not None else None
+        keep = round_share(c, len(bundle), rng, usable)
         granted = tuple(trim(bid.app_id, bundle, keep)) if keep else ()
         if len(granted) > keep or not set(granted) <= set(bundle):
             raise AssertionError("trim must keep a subset of the bundle, no larger than allowed")
