@@ -10,6 +10,7 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import waiting_order
@@ -125,38 +126,29 @@ def _prefixes(
 ) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
     """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle).
 
-    Shapes are tracked incrementally: per-machine and per-rack counts only grow along the
-    chain, so their running maxima are the shape's."""
+    Per-machine and per-rack counts are kept along the chain and brought up to date only
+    at the sampled prefixes."""
     if not chain:
         return []
     last = len(chain)
     sizes = {s for s in _SIZES if s < last}
     sizes.add(last)
-    machine_of, rack_of = cluster.machine_of, cluster.rack_of
-    machines: dict[int, int] = {}
-    racks: dict[int, int] = {}
-    for g in kept:
-        m, r = machine_of[g], rack_of[g]
-        machines[m] = machines.get(m, 0) + 1
-        racks[r] = racks.get(r, 0) + 1
-    machine_max = max(machines.values(), default=0)
-    rack_max = max(racks.values(), default=0)
+    machine_of, rack_of = cluster.machine_of.__getitem__, cluster.rack_of.__getitem__
+    machines = Counter(map(machine_of, kept))
+    racks = Counter(map(rack_of, kept))
     held = len(kept)
     flat: list[int] = []
     cuts = [0]
     out = []
+    counted = 0  # GPUs of ``flat`` already in the counters
     for n, gang in enumerate(chain, start=1):
-        for g in gang:
-            m, r = machine_of[g], rack_of[g]
-            count = machines[m] = machines.get(m, 0) + 1
-            if count > machine_max:
-                machine_max = count
-            count = racks[r] = racks.get(r, 0) + 1
-            if count > rack_max:
-                rack_max = count
         flat.extend(gang)
         cuts.append(len(flat))
         if n in sizes:
-            shape = SetShape(held + len(flat), machine_max, rack_max)
+            fresh = flat[counted:]
+            machines.update(map(machine_of, fresh))
+            racks.update(map(rack_of, fresh))
+            counted = len(flat)
+            shape = SetShape(held + counted, max(machines.values()), max(racks.values()))
             out.append((tuple(flat), list(cuts), shape))
     return out

@@ -21,13 +21,14 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
     (ties: idle jobs before running ones, then submission order)."""
     skip = exclude or set()
     idle_jobs = app.idle_jobs()
+    running_jobs = app.running_jobs()
     idle: Iterator[JobState]
-    if skip.isdisjoint(map(id, idle_jobs)):  # the usual case: nothing to filter
+    if not skip or skip.issubset(map(id, running_jobs)):  # no idle job is excluded
         idle = iter(idle_jobs)
     else:
         idle = (j for j in idle_jobs if id(j) not in skip)
     running = sorted(
-        (j for j in app.running_jobs() if id(j) not in skip), key=lambda j: -j.remaining_at(now)
+        (j for j in running_jobs if id(j) not in skip), key=lambda j: -j.remaining_at(now)
     )
     if not running:
         return idle

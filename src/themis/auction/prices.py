@@ -69,15 +69,53 @@ def mask_price(mask: int, y: Sequence[float]) -> float:
     return price
 
 
-def descend(seq: Sequence[Entries], y: Sequence[float], bits: Iterable[int]) -> list[float]:
+class Prices:
+    """GPU prices y and the price of each GPU set asked for, remembered.
+
+    Prices derived from others by changing a few GPUs (``descend``) price a set as the
+    base does plus the changes: a re-solve then costs time in the GPUs re-priced, not in
+    every entry's size.
+    """
+
+    def __init__(self, y: list[float], base: Prices | None = None, changed: Iterable[int] = ()):
+        self.y = y
+        self._cache: dict[int, float] = {}
+        self._base = base
+        if base is None:
+            self._delta: list[tuple[int, float]] = []
+            self.total = 0.0
+            for value in y:
+                self.total += value
+        else:
+            self._delta = [(1 << b, y[b] - base.y[b]) for b in set(changed) if y[b] != base.y[b]]
+            self.total = base.total
+            for _, change in self._delta:
+                self.total += change
+
+    def of(self, mask: int) -> float:
+        """y(mask): the sum of the prices of its GPUs."""
+        price = self._cache.get(mask)
+        if price is None:
+            if self._base is None:
+                price = mask_price(mask, self.y)
+            else:
+                price = self._base.of(mask)
+                for flag, change in self._delta:
+                    if mask & flag:
+                        price += change
+            self._cache[mask] = price
+        return price
+
+
+def descend(seq: Sequence[Entries], prices: Prices, bits: Sequence[int]) -> Prices:
     """Lower the bound by exact coordinate descent on the prices of ``bits``.
 
     Along one GPU g the bound is ``y_g + sum_b max(A_b, W_b - y_g)`` plus constants, with
     A_b the bidder's best reduced profit without g (at least 0) and W_b its best with g
     before paying for g: convex, and smallest at the second-largest ``W_b - A_b`` (or 0).
     """
-    y = list(y)
-    flat = [[(o[0], o[1], mask_price(o[1], y)) for o in options] for options in seq]
+    y = list(prices.y)
+    flat = [[(o[0], o[1], prices.of(o[1])) for o in options] for options in seq]
     for bit in bits:
         flag = 1 << bit
         old = y[bit]
@@ -103,17 +141,15 @@ def descend(seq: Sequence[Entries], y: Sequence[float], bits: Iterable[int]) -> 
                 [(g, m, p + second - old if m & flag else p) for g, m, p in options]
                 for options in flat
             ]
-    return y
+    return Prices(y, prices, bits)
 
 
 class DualBound:
     """The bound of one search, per position: the bidders from it on with a positive
     reduced profit, each as its entries (reduced profit, mask), best first."""
 
-    def __init__(self, seq: Sequence[Entries], y: Sequence[float]) -> None:
-        self.total = 0.0
-        for value in y:
-            self.total += value
+    def __init__(self, seq: Sequence[Entries], prices: Prices) -> None:
+        self.total = prices.total
         self.price: dict[int, float] = {}
         rows: list[list[tuple[float, int]]] = []
         for options in seq:
@@ -122,7 +158,7 @@ class DualBound:
                 gain, mask = option[0], option[1]
                 price = self.price.get(mask)
                 if price is None:
-                    price = self.price[mask] = mask_price(mask, y)
+                    price = self.price[mask] = prices.of(mask)
                 if gain - price > 0.0:
                     row.append((gain - price, mask))
             row.sort(key=lambda t: -t[0])

@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
-from themis.auction.prices import SLACK, DualBound, descend, lp_prices
+from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
 #: Objective values within this distance are treated as equal (log-utility units).
 TOLERANCE = 1e-9
@@ -33,6 +34,10 @@ TOLERANCE = 1e-9
 #: GPUs with the LP relaxation and starts again with the LP-dual bound too (one LP solve
 #: costs about as much as 1,000 nodes; nearly every search finishes first).
 PRICE_AFTER = 1_000
+
+#: Added to the bounds a search remembers for a state, so that rounding never lets one cut
+#: a real improvement.
+MEMO_SLACK = 1e-12
 
 #: When the full search's nodes times its winners (about the re-solves' total) exceed this,
 #: every re-solve uses the LP-dual bound from its first node.
@@ -46,9 +51,9 @@ EAGER_PRICING = 3_000
 _HIGHS_COST_SCALE = 1e4
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One usable menu entry of one bidder, in solver form."""
+class Candidate(NamedTuple):
+    """One usable menu entry of one bidder, in solver form (a tuple: auctions make
+    hundreds of thousands of them)."""
 
     bidder: int
     entry: int  # index into the bidder's menu
@@ -125,11 +130,11 @@ def solve_all(
     return best, without
 
 
-def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], list[float] | None]:
+def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], Prices | None]:
     """Prices for the search without one winner: the auction's LP prices with the winner's
     GPUs re-priced by descent (they are overpriced once their bidder is gone)."""
 
-    def pricing() -> list[float] | None:
+    def pricing() -> Prices | None:
         base = plan.lp_prices()
         if base is None:  # pragma: no cover - a bounded feasible LP always solves
             return None
@@ -201,17 +206,22 @@ class _Plan:
                 pool |= t[1]
         self.capacity = pool.bit_count()
         self.width = pool.bit_length()
-        self._prices: list[float] | None = None
+        self._prices: Prices | None = None
 
     @property
     def priced(self) -> bool:
         return self._prices is not None
 
-    def lp_prices(self) -> list[float] | None:
+    def lp_prices(self) -> Prices | None:
         """GPU prices over every bidder: the LP relaxation's duals, solved on first use."""
         if self._prices is None:
-            self._prices = lp_prices(self.seq, self.width)
+            y = lp_prices(self.seq, self.width)
+            self._prices = None if y is None else Prices(y)
         return self._prices
+
+
+#: What a search proved about states (used GPUs, position): a bound on the rest.
+_Memo = dict
 
 
 class _Search:
@@ -277,7 +287,7 @@ class _Search:
         self,
         node_limit: int,
         incumbent: Solution | None,
-        pricing: Callable[[], list[float] | None] | None = None,
+        pricing: Callable[[], Prices | None] | None = None,
         eager: bool = False,
     ) -> Solution | None:
         """The best solution better than ``incumbent``, or None after ``node_limit`` nodes.
@@ -313,6 +323,8 @@ class _Search:
             best_pick = list(incumbent.chosen.values())
         pick: list[Candidate] = []
         nodes = 0
+        memo: dict[int, float] = _Memo()
+        width = n + 1
         priced = duals is not None
         rows_from = duals.rows_from if duals is not None else []
         price = duals.price if duals is not None else {}
@@ -322,6 +334,12 @@ class _Search:
             if value > best_value + TOLERANCE:
                 best_value = value
                 best_pick = list(pick)
+            # Different picks can leave the same GPUs used at the same position: what an
+            # earlier visit proved about the rest bounds this one too.
+            key = used * width + i
+            settled = memo.get(key)
+            if settled is not None and settled <= best_value + TOLERANCE - value:
+                return True
             while i < n:  # each pass is one node; moving on to i + 1 is "i wins nothing"
                 nodes += 1
                 if nodes > node_limit:
@@ -329,7 +347,7 @@ class _Search:
                 free = capacity - used.bit_count()
                 need = best_value + TOLERANCE - value
                 if table[i][free] <= need:
-                    return True
+                    break
                 if priced:
                     bound = yfree + SLACK
                     for row in rows_from[i]:
@@ -341,7 +359,7 @@ class _Search:
                             break
                     else:
                         if bound <= need:
-                            return True
+                            break
                 # Sums stop as soon as they exceed ``need``: they can no longer prune.
                 reach = 0.0
                 for entries in groups[i]:
@@ -353,7 +371,7 @@ class _Search:
                         break
                 else:
                     if reach <= need:
-                        return True
+                        break
                 # Most promising first: an entry's gain plus the best the others can still
                 # add with the GPUs it leaves. A good incumbent early makes the bounds bite.
                 # Ties keep the entries' order (k).
@@ -376,6 +394,12 @@ class _Search:
                     if not ok:
                         return False
                 i += 1
+            # Nothing from the entry state on beats best + TOLERANCE (every part was searched
+            # or bounded): remember that bound on it, rounding-safe.
+            settled = best_value + TOLERANCE - value + MEMO_SLACK
+            known = memo.get(key)
+            if known is None or settled < known:
+                memo[key] = settled
             return True
 
         ok = dfs(0, 0, 0.0, duals.total if duals is not None else 0.0)

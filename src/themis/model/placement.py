@@ -21,9 +21,15 @@ class Packer:
     def __init__(self, cluster: Cluster, available: Iterable[int]) -> None:
         self.cluster = cluster
         self.by_machine: dict[int, list[int]] = {}
-        for g in sorted(available):
-            self.by_machine.setdefault(cluster.machine_of[g], []).append(g)
-        self.size = sum(len(v) for v in self.by_machine.values())
+        machine_of = cluster.machine_of
+        gpus = sorted(available)
+        for g in gpus:
+            free = self.by_machine.get(machine_of[g])
+            if free is None:
+                self.by_machine[machine_of[g]] = [g]
+            else:
+                free.append(g)
+        self.size = len(gpus)
 
     def __len__(self) -> int:
         return self.size
@@ -108,8 +114,15 @@ class OrderedPacker(Packer):
     def __init__(self, cluster: Cluster, preference: Sequence[int]) -> None:
         super().__init__(cluster, preference)
         self.preference = list(preference)
-        self.rank = {g: i for i, g in enumerate(self.preference)}
+        self._rank: dict[int, int] | None = None  # built when a gang of several needs it
         self._cursor = 0
+
+    @property
+    def rank(self) -> dict[int, int]:
+        """Each GPU's position in the preference order."""
+        if self._rank is None:
+            self._rank = {g: i for i, g in enumerate(self.preference)}
+        return self._rank
 
     def take(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
         if gang <= 0 or self.size < gang:
