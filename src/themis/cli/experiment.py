@@ -9,12 +9,11 @@ import click
 
 from themis.cli import defaults
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
-from themis.cli.run_options import check_policies
+from themis.cli.run_options import parse_policies, workers_option
 from themis.errors import ThemisError
 from themis.experiments.paper import CLUSTER, plan
 from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
 from themis.experiments.runner import default_workers, run_many
-from themis.policies import policy_names
 from themis.workload import load_workload
 
 
@@ -38,13 +37,7 @@ def experiment() -> None:
     help="Policies of the main comparison (sweeps keep theirs among these)  "
     "[default: all registered]",
 )
-@click.option(
-    "--workers",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Simulations run at once, in separate processes  [default: one per CPU core]",
-)
+@workers_option
 @click.option(
     "--seed",
     type=int,
@@ -58,12 +51,7 @@ def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet
     then sweeps of the fairness knob, the lease length, contention and the share of
     placement-sensitive apps. Writes OUT/report.html (tables and plots), OUT/results.md and
     OUT/results.json."""
-    names = policy_names()
-    if policies is not None:
-        names = [n.strip() for n in policies.split(",")]
-        if any(not n for n in names):
-            raise ThemisError(f"empty policy name in '{policies}'", field="--policies")
-        check_policies(names, "--policies")
+    names = parse_policies(policies, "--policies")
     workload = load_workload(defaults.TRACE, seed=seed)
     the_plan = plan(workload, names)
     if not out.exists():

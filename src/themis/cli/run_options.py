@@ -219,6 +219,33 @@ def make_config(
     )
 
 
+#: ``-j/--workers``: how many simulations run at once (``compare``, ``experiment``).
+workers_option = click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Simulations run at once, in separate processes  [default: one per CPU core]",
+)
+
+
+def parse_policies(text: str | None, flag: str) -> list[str]:
+    """A comma-separated list of registered policies, each once; ``None``: all of them,
+    in the registry's order (Themis first)."""
+    if text is None:
+        return policy_names()
+    names = [n.strip() for n in text.split(",")]
+    if any(not n for n in names):
+        raise ThemisError(f"empty policy name in '{text}'", field=flag)
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ThemisError(f"policy '{name}' listed twice", field=flag)
+        seen.add(name)
+    check_policies(names, flag)
+    return names
+
+
 def check_policies(names: list[str], flag: str) -> None:
     known = policy_names()
     for name in names:

@@ -16,26 +16,18 @@ from themis.cli.run_options import (
     describe,
     load_inputs,
     make_config,
+    parse_policies,
     run_options,
+    workers_option,
 )
-from themis.errors import ThemisError
 from themis.experiments.runner import RunRequest, run_many
 from themis.model.workload import Workload
-from themis.policies import policy_names
 from themis.reports import RunSummary
 from themis.reports.comparison import comparison_section
 from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
 from themis.reports.html import write_report
 from themis.reports.record import RunRecord
 from themis.reports.tables import comparison_table
-
-_WORKERS = click.option(
-    "--workers",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Simulations run at once, in separate processes  [default: one per CPU core]",
-)
 
 
 def _request(policy: str, workload: Workload, config: RunConfig, out_dir: Path) -> RunRequest:
@@ -98,23 +90,6 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     click.echo(f"wrote {out_dir}/")
 
 
-def _parse_policies(text: str | None) -> list[str]:
-    if text is None:
-        names = policy_names()
-        first = [defaults.POLICY] if defaults.POLICY in names else []
-        return first + [n for n in names if n != defaults.POLICY]
-    names = [n.strip() for n in text.split(",")]
-    if any(not n for n in names):
-        raise ThemisError(f"empty policy name in '{text}'", field="--policies")
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise ThemisError(f"policy '{name}' listed twice", field="--policies")
-        seen.add(name)
-    check_policies(names, "--policies")
-    return names
-
-
 @click.command(short_help="Replay a trace under several policies, one table.")
 @click.option(
     "--policies",
@@ -135,7 +110,7 @@ def _parse_policies(text: str | None) -> list[str]:
     default=None,
     help="Also write DIR/report.html: the table and plots, one self-contained file.",
 )
-@_WORKERS
+@workers_option
 @QUIET
 def compare(
     policies: str | None,
@@ -148,7 +123,7 @@ def compare(
     """Replay one trace under several policies; print one table and write each run to
     OUT/<policy>/ plus OUT/comparison.json."""
     config = make_config(**options)
-    names = _parse_policies(policies)
+    names = parse_policies(policies, "--policies")
     workload, cluster = load_inputs(config)
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     ensure_dir(out_dir)
