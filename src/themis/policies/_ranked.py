@@ -92,7 +92,7 @@ class RankedPolicy(Policy):
         contenders: list[_Ranked] = []
         streams: list[Iterator[_Ranked]] = []
         for pos, app in enumerate(view.apps):
-            index = self._job_index(app)
+            index = submission_index(self._index, app)
             for job in app.running_jobs():
                 if self.protected(job, view):
                     schedule[job] = Assignment(job.gpus, job.until)
@@ -136,7 +136,7 @@ class RankedPolicy(Policy):
             yield rank, 1, pos, k, job
 
     def _rank_waiting(self, app: AppState, now: float, cluster: Cluster) -> _AppRanking:
-        index = self._job_index(app)
+        index = submission_index(self._index, app)
         ranked = sorted((self.rank(job, now, cluster), index[job], job) for job in app.idle_jobs())
         cached = _AppRanking(app.version, frozenset(app.running_jobs()), ranked)
         self._waiting[app] = cached
@@ -145,7 +145,7 @@ class RankedPolicy(Policy):
     def _update(self, app: AppState, cached: _AppRanking, now: float, cluster: Cluster) -> None:
         """Bring ``cached`` to the app's version: jobs that started (and maybe finished)
         since leave the ranking, jobs that stopped without finishing join it."""
-        index = self._job_index(app)
+        index = submission_index(self._index, app)
         ranked = [e for e in cached.ranked if not e[2].gpus and e[2].finished_at is None]
         for job in cached.running:
             if not job.gpus and job.finished_at is None:
@@ -153,15 +153,19 @@ class RankedPolicy(Policy):
         cached.version, cached.running = app.version, frozenset(app.running_jobs())
         cached.ranked = ranked
 
-    def _job_index(self, app: AppState) -> dict[JobState, int]:
-        index = self._index.get(app)
-        if index is None:
-            index = {job: k for k, job in enumerate(app.jobs)}
-            self._index[app] = index
-        return index
-
     def _forget(self, apps: Sequence[AppState]) -> None:
         """Drop what is cached for apps that have finished."""
         active = set(apps)
         self._waiting = {a: v for a, v in self._waiting.items() if a in active}
         self._index = {a: v for a, v in self._index.items() if a in active}
+
+
+def submission_index(
+    cache: dict[AppState, dict[JobState, int]], app: AppState
+) -> dict[JobState, int]:
+    """Each job's position in its app's submission order, built once per app in ``cache``:
+    a deterministic tie-break that costs a dict lookup per round, not a list scan."""
+    index = cache.get(app)
+    if index is None:
+        index = cache[app] = {job: k for k, job in enumerate(app.jobs)}
+    return index

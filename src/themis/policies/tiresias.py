@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from themis.errors import ThemisError
 from themis.model.state import AppState, JobState
 from themis.policies._quantum import quantum_end
-from themis.policies._ranked import attained_at
+from themis.policies._ranked import attained_at, submission_index
 from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
@@ -319,7 +319,7 @@ class TiresiasPolicy(Policy):
 
     def _build(self, app: AppState) -> _AppQueues:
         """Sort the app's waiting jobs into queues."""
-        index = self._job_index(app)
+        index = submission_index(self._index, app)
         queues: list[list[_Entry]] = [[] for _ in range(len(self.thresholds) + 1)]
         next_promotion = math.inf
         for job in app.idle_jobs():
@@ -339,7 +339,7 @@ class TiresiasPolicy(Policy):
             [e for e in queue if not e[2].gpus and e[2].finished_at is None]
             for queue in cached.queues
         ]
-        index = self._job_index(app)
+        index = submission_index(self._index, app)
         for job in cached.running:
             if not job.gpus and job.finished_at is None:
                 q, entry, promotion = self._waiting_entry(job, index[job])
@@ -368,14 +368,7 @@ class TiresiasPolicy(Policy):
 
     def _nth(self, job: JobState) -> int:
         """The job's submission index in its app."""
-        return self._job_index(job.app)[job]
-
-    def _job_index(self, app: AppState) -> dict[JobState, int]:
-        index = self._index.get(app)
-        if index is None:
-            index = {job: k for k, job in enumerate(app.jobs)}
-            self._index[app] = index
-        return index
+        return submission_index(self._index, job.app)[job]
 
     def _forget(self, apps: Sequence[AppState]) -> None:
         """Drop what is kept for apps that have finished."""
