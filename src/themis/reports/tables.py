@@ -59,16 +59,20 @@ def summary_table(summaries: Sequence[RunSummary], title: str | None = None) -> 
 #: Runs up to this many get a column each; more get a row each.
 MAX_COLUMNS = 4
 
-#: The headline metrics of the one-row-per-run layout, with short headers.
-WIDE: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
-    ("max rho", lambda s: _ratio(s.max_rho)),
-    ("Jain", lambda s: f"{s.jain_rho:.3f}"),
-    ("mean compl.", lambda s: _hours(s.mean_completion_s)),
-    ("median compl.", lambda s: _hours(s.median_completion_s)),
-    ("makespan", lambda s: _hours(s.makespan_s)),
-    ("GPU-h", lambda s: f"{s.gpu_hours:,.0f}"),
-    ("util.", lambda s: _percent(s.utilization)),
-    ("placed", lambda s: _percent(s.placement_score)),
+#: The headline metrics of the one-row-per-run layout: short headers for ROWS' labels.
+_SHORT = {
+    "max rho": "max rho",
+    "Jain's index (rho)": "Jain",
+    "mean completion": "mean compl.",
+    "median completion": "median compl.",
+    "makespan": "makespan",
+    "GPU-hours used": "GPU-h",
+    "utilization": "util.",
+    "placement score": "placed",
+}
+#: (short header, how to show it): the same formatting as ROWS, in ROWS' order.
+WIDE: tuple[tuple[str, Callable[[RunSummary], str]], ...] = tuple(
+    (_SHORT[label], show) for label, show in ROWS if label in _SHORT
 )
 
 
