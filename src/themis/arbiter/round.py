@@ -222,7 +222,7 @@ class Arbiter:
         # 5. Leftover, worst-off first; the auction's winners come last, so that no
         # bidder gets its own hidden payment back.
         if leftover:
-            winners = {a for a, o in outcome.apps.items() if o.granted}
+            winners = {a for a, o in outcome.apps.items() if o.choice}
             order = [a for a in wanting if a.app_id not in winners] + [
                 a for a in wanting if a.app_id in winners
             ]
