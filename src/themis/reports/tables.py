@@ -32,6 +32,11 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
     ("apps / jobs", lambda s: f"{s.apps:,} / {s.jobs:,}"),
     ("max rho", lambda s: _ratio(s.max_rho)),
     ("Jain's index (rho)", lambda s: f"{s.jain_rho:.3f}"),
+    (
+        "rho p50 / p90 / p99",
+        lambda s: f"{_ratio(s.rho_p50)} / {_ratio(s.rho_p90)} / {_ratio(s.rho_p99)}",
+    ),
+    ("apps with rho > 1", lambda s: f"{s.apps_rho_over_1:,} ({_percent(s.share_rho_over_1)})"),
     ("mean completion", lambda s: _hours(s.mean_completion_s)),
     ("median completion", lambda s: _hours(s.median_completion_s)),
     ("makespan", lambda s: _hours(s.makespan_s)),
@@ -63,6 +68,7 @@ MAX_COLUMNS = 4
 _SHORT = {
     "max rho": "max rho",
     "Jain's index (rho)": "Jain",
+    "apps with rho > 1": "rho > 1",
     "mean completion": "mean compl.",
     "median completion": "median compl.",
     "makespan": "makespan",
