@@ -1,0 +1,68 @@
+"""Workload variants and generated workloads on ``simulate`` and ``compare``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import assert_one_line_error
+
+
+def _apps(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_variants_change_the_simulated_workload(cli, tiny_trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = cli(
+        "simulate", "--trace", tiny_trace, "--cluster", "1x2x2", "--gang-mix",
+        "--vgg-share", "1", "--contention", "2", "--out", out, "--app-interval", "600",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    rows = _apps(out / "apps.csv")
+    assert all(r["model"].startswith("vgg") for r in rows)
+    gangs = {int(group.split("x")[0]) for r in rows for group in r["gangs"].split()}
+    assert gangs <= {1, 2}  # capped at one 2-GPU machine
+    assert [float(r["arrival_s"]) for r in rows] == [0.0, 300.0, 600.0]  # 600 s / 2
+    config = json.loads((out / "summary.json").read_text())["config"]
+    assert (config["gang_mix"], config["model_share"], config["contention"]) == (
+        True,
+        "vgg=1",
+        2.0,
+    )
+
+
+def test_generated_trace_runs_and_is_recorded(cli, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    result = cli(
+        "compare", "--trace", "generate:jobs=12,load=1.5,max_trials=4", "--cluster", "1x2x4",
+        "--policies", "themis,fifo", "--out", out, "-j", "1",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "generated (jobs=12,load=1.5,max_trials=4, seed 0)" in result.out
+    data = json.loads((out / "comparison.json").read_text())
+    assert data["config"]["format"] == "generated"
+    assert data["config"]["arrivals"] == "trace"
+    assert sum(1 for _ in _apps(out / "themis" / "apps.csv")) >= 3  # 12 jobs, <= 4 per app
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--model-share", "vgg"], ["field '--model-share'", "FAMILY=SHARE"]),
+        (["--model-share", "bert=0.5"], ["field '--model-share'", "no model name starts with"]),
+        (["--vgg-share", "2"], ["field '--model-share'", "[0, 1]"]),
+        (["--vgg-share", "0.5", "--model-share", "vgg=0.5"], ["not both"]),
+        (["--contention", "0"], ["field '--contention'", "> 0"]),
+        (["--trace", "generate:jobs=lots"], ["field '--trace'", "'jobs' must be"]),
+        (["--trace", "generate:jobs=5", "--arrivals", "interval"], ["field '--arrivals'"]),
+    ],
+)
+def test_bad_variants_are_one_line_errors(cli, tiny_trace: Path, tmp_path: Path, args, fragments):
+    base = ["simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", tmp_path / "o"]
+    result = cli(*base, *args)
+    assert_one_line_error(result, *fragments)
