@@ -64,7 +64,7 @@ def to_svg(fig: Figure) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ready to inline in HTML."""
     buffer = io.BytesIO()
     with matplotlib.rc_context(_SVG_RC):
-        fig.savefig(buffer, format="svg")
+        fig.savefig(buffer, format="svg", metadata={"Date": None})  # same input, same bytes
     text = buffer.getvalue().decode("utf-8")
     return text[text.index("<svg") :]
 
