@@ -66,3 +66,11 @@ def test_bad_variants_are_one_line_errors(cli, tiny_trace: Path, tmp_path: Path,
     base = ["simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", tmp_path / "o"]
     result = cli(*base, *args)
     assert_one_line_error(result, *fragments)
+
+
+def test_experiment_paper_checks_seeds_before_running(cli, tmp_path: Path) -> None:
+    result = cli("experiment", "paper", "--seeds", "1,1", "--out", tmp_path / "p")
+    assert_one_line_error(result, "field '--seeds'", "listed twice")
+    assert not (tmp_path / "p").exists()
+    result = cli("experiment", "paper", "--seeds", "3", "--seed", "1", "--out", tmp_path / "p")
+    assert_one_line_error(result, "not both")

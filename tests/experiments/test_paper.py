@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from themis.experiments.paper import (
@@ -15,7 +16,7 @@ from themis.experiments.paper import (
     plan,
 )
 from themis.experiments.paper_report import write_outputs
-from themis.experiments.runner import run_many
+from themis.experiments.runner import execute, run_many
 
 from .test_runner import small_workload
 
@@ -62,3 +63,40 @@ def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "results.json").read_text())
     assert len(data["runs"]) == len(p.requests)
     assert data["meta"] == ["meta line"]
+
+
+def test_several_seeds_repeat_every_run_with_that_seeds_draws() -> None:
+    w = small_workload()
+    p = plan({0: w, 1: w}, ["themis"])
+    assert p.seeds == (0, 1)
+    assert [r.label for r in p.main] == ["themis seed 0", "themis seed 1"]
+    for request in p.requests:
+        assert request.options.seed == request.params["seed"]
+        assert request.label.endswith(f"seed {request.params['seed']}")
+    assert len(p.requests) == 2 * (1 + len(FAIRNESS_KNOBS) + len(LEASES_S) + len(CONTENTION)
+                                   + len(VGG_SHARES) - 3)  # fmt: skip
+    # The VGG sweep's gang sizes and model choices are drawn with the run's seed.
+    vgg = {r.params["seed"]: r.workload for r in p.requests if r.params.get("vgg_share") == 0.5}
+    assert vgg[0].apps != vgg[1].apps
+    assert p.points[("lease_s", 600.0, "themis", 1)] == "themis seed 1"
+
+
+def test_sweep_tables_show_median_and_range_over_seeds(tmp_path: Path) -> None:
+    p = plan({0: small_workload(), 1: small_workload(), 2: small_workload()}, ["themis"])
+    base = execute(replace(p.main[0], label="base"))
+    # Known max rho per seed at every point: seed 0 -> 1.0, seed 1 -> 3.0, seed 2 -> 2.0.
+    records = [
+        replace(
+            base,
+            label=r.label,
+            summary=replace(base.summary, max_rho=[1.0, 3.0, 2.0][r.params["seed"]]),
+        )
+        for r in p.requests
+    ]
+    write_outputs(tmp_path, p, records, ["meta"])
+    md = (tmp_path / "results.md").read_text()
+    assert "| 5 min | 2.00 (1.00-3.00) |" in md
+    assert "median and range over seeds 0, 1, 2" in md
+    html = (tmp_path / "report.html").read_text()
+    assert "median (min-max) over seeds 0, 1, 2" in html
+    assert "band: min-max" in html
