@@ -23,6 +23,7 @@ def test_variants_change_the_simulated_workload(cli, tiny_trace: Path, tmp_path:
         "--vgg-share", "1", "--contention", "2", "--out", out, "--app-interval", "600",
     )  # fmt: skip
     assert result.code == 0, result.err
+    assert "one every 300 s (2x contention)" in result.out
     rows = _apps(out / "apps.csv")
     assert all(r["model"].startswith("vgg") for r in rows)
     gangs = {int(group.split("x")[0]) for r in rows for group in r["gangs"].split()}

@@ -363,10 +363,13 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
     """One line: what is about to run on what."""
     load = workload.offered_load(cluster.size)
     load_text = f"offered load {load:.2f}" if math.isfinite(load) else "offered load n/a"
+    contention = config.variants.contention
     if config.arrivals == ArrivalMode.INTERVAL.value:
-        when = f"one every {config.app_interval_s:g} s"
+        when = f"one every {config.app_interval_s / contention:g} s"
     else:
         when = "at trace times"
+    if contention != 1.0:
+        when += f" ({contention:g}x contention)"
     line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "
