@@ -131,3 +131,16 @@ def test_render_escapes_cells_and_splits_paragraphs() -> None:
 def test_markdown_table() -> None:
     table = Table(["metric", "a|b"], [["x", "1"]], "cap")
     assert markdown_table(table) == "*cap*\n\n| metric | a\\|b |\n| --- | ---: |\n| x | 1 |"
+
+
+def test_scatter_goes_log_only_across_an_order_of_magnitude() -> None:
+    wide = scatter_figure({"p": ([1.0, 2.0], [0.5, 20.0])}, "t", "x", "rho")
+    narrow = scatter_figure({"p": ([1.0, 2.0], [0.5, 2.0])}, "t", "x", "rho")
+    assert wide.axes[0].get_yscale() == "log" and wide.axes[0].get_ylabel() == "rho (log)"
+    assert narrow.axes[0].get_yscale() == "linear"
+
+
+def test_a_median_over_its_range_breaks_the_line_in_html_not_in_markdown() -> None:
+    table = Table(["m"], [["1.67\n0.77-4.63"]])
+    assert "<td>1.67<br>0.77-4.63</td>" in render("t", [], [Section("S", "", [table])])
+    assert markdown_table(table).endswith("| 1.67 0.77-4.63 |")

@@ -92,10 +92,11 @@ def comparison_section(records: Sequence[RunRecord], title: str, text: str = "")
     )
 
 
-def spread_table(groups: Groups, caption: str = "") -> Table:
-    """Median and range (min-max) over seeds per metric, one row per policy."""
+def spread_table(groups: Groups, caption: str = "", sep: str = " ") -> Table:
+    """Median and range (min-max) over seeds per metric, one row per policy; with
+    ``sep="\n"`` the range goes under the median (a page), else in brackets beside it."""
     grouped = by_policy([(p, r.summary) for p, runs in groups.items() for _, r in runs])
-    header, rows = seed_rows(grouped)
+    header, rows = seed_rows(grouped, sep)
     return Table(header, rows, caption)
 
 
@@ -103,7 +104,8 @@ def seeds_section(groups: Groups, title: str, text: str = "") -> Section:
     """Several seeds: the median (range) table and the four figures with every seed."""
     seeds = sorted({s for runs in groups.values() for s, _ in runs if s is not None})
     caption = f"median (min-max) over seeds {', '.join(map(str, seeds))}"
-    return Section(title, text, [spread_table(groups, caption)], comparison_figures(groups))
+    table = spread_table(groups, caption, sep="\n")
+    return Section(title, text, [table], comparison_figures(groups))
 
 
 def apps_section(groups: Groups) -> Section:

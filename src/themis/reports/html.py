@@ -116,7 +116,9 @@ def _table(table: Table) -> str:
     parts.append("<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in table.header) + "</tr>")
     parts.append("</thead><tbody>")
     for row in table.rows:
-        parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
+        # A newline in a cell (a median over its range) is a line break.
+        cells = (e(str(c)).replace("\n", "<br>") for c in row)
+        parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")
     text = "".join(parts)
     if table.folded:

@@ -165,6 +165,12 @@ def scatter_figure(
         ax.axhline(marker_y, color="grey", linestyle=":", linewidth=1)
     if log_x:
         ax.set_xscale("log")
+    ys = [y for _, (_, values) in points.items() for y in values if y > 0 and math.isfinite(y)]
+    # A few starved apps would squeeze every other point against the axis: log scale when
+    # the values span ten times or more.
+    if ys and max(ys) / min(ys) >= 10:
+        ax.set_yscale("log")
+        ax.set_ylabel(f"{ylabel} (log)")
     fig.legend(loc="outside right upper", fontsize="small")
     return fig
 
