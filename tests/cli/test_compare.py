@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,13 @@ def test_bad_seeds_are_one_line(cli, tiny_trace: Path, tmp_path: Path, args, fra
     result = cli("compare", "--trace", tiny_trace, "--out", tmp_path / "o", *args)
     assert_one_line_error(result, "field '--seeds'", fragment)
     assert not (tmp_path / "o").exists()
+
+
+def test_commands_import_matplotlib_only_to_draw_a_report() -> None:
+    # `themis --help` stays fast: simulate, compare and experiment import no plotting.
+    code = (
+        "import sys, themis.cli.main, themis.cli.compare, themis.cli.experiment;"
+        "print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -18,7 +18,6 @@ from themis.cli.run_options import (
 )
 from themis.errors import ThemisError
 from themis.experiments.paper import CLUSTER, plan
-from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
 from themis.experiments.runner import default_workers, run_many
 from themis.workload import load_workload
 
@@ -100,6 +99,9 @@ def paper(
         + (f" --seed {seed}" if seeds is None and seed != defaults.SEED else "")
         + (f" --seeds {seeds}" if seeds is not None else ""),
     ]
+    # Imported here: the report draws with matplotlib, which takes a second to import.
+    from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
+
     path = write_outputs(out, the_plan, records, meta)
     click.echo(f"{len(records)} simulations in {elapsed:.0f} s")
     click.echo(f"wrote {path}, {out / RESULTS_MD}, {out / RESULTS_JSON}")
