@@ -22,7 +22,14 @@ from themis.reports.comparison import (
     spread_table,
 )
 from themis.reports.files import summary_dict, write_json
-from themis.reports.html import Figure, Section, Table, summary_rows_table, write_report
+from themis.reports.html import (
+    Figure,
+    Section,
+    Table,
+    config_table,
+    summary_rows_table,
+    write_report,
+)
 from themis.reports.markdown import markdown_table
 from themis.reports.metrics import RunSummary
 from themis.reports.plots import Series, sweep_figure, to_svg
@@ -119,6 +126,20 @@ def sweep_figure_of(
     return Figure(svg, f"{metric.title} as the {sweep.xlabel} varies, per policy{band}.")
 
 
+def configuration(plan: Plan) -> dict[str, Any]:
+    """The main run's settings, as the report's configuration table shows them."""
+    first = plan.main[0]
+    return {
+        "trace": first.workload.source,
+        "cluster": first.cluster,
+        "fairness_knob": first.options.fairness_knob,
+        "lease_s": first.options.lease,
+        "batch_window_s": first.batch_window,
+        "policies": ", ".join(dict.fromkeys(r.policy for r in plan.main)),
+        "seeds": ", ".join(map(str, plan.seeds)),
+    }
+
+
 def _seed_list(plan: Plan) -> str:
     return ", ".join(map(str, plan.seeds))
 
@@ -150,7 +171,8 @@ def write_outputs(
         main_section = comparison_section(main, "Main comparison", text)
         main_table = summary_rows_table([r.summary for r in main])
     sweep_sections = [sweep_section(s, plan, by_label) for s in plan.sweeps]
-    sections = [main_section, apps_section(groups), *sweep_sections]
+    setup = Section("Configuration", "", [config_table(configuration(plan), "")])
+    sections = [setup, main_section, apps_section(groups), *sweep_sections]
     path = write_report(out_dir, "Themis: the paper's evaluation, reproduced", meta, sections)
     _write_markdown(out_dir / RESULTS_MD, meta, main_table, sweep_sections)
     payload: dict[str, Any] = {
