@@ -21,13 +21,11 @@ from themis.cli.run_options import (
     load_inputs,
     make_config,
     parse_policies,
-    parse_seeds,
     run_options,
-    seed_on_command_line,
-    seeds_option,
     workers_option,
 )
 from themis.cli.runs import print_table, request, run
+from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.experiments.runner import RunRequest
 from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
 from themis.reports.record import RunRecord

@@ -9,13 +9,8 @@ import click
 
 from themis.cli import defaults
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
-from themis.cli.run_options import (
-    parse_policies,
-    parse_seeds,
-    seed_on_command_line,
-    seeds_option,
-    workers_option,
-)
+from themis.cli.run_options import parse_policies, workers_option
+from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
 from themis.experiments.paper import CLUSTER, plan
 from themis.experiments.runner import default_workers, run_many
