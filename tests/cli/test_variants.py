@@ -75,3 +75,17 @@ def test_experiment_paper_checks_seeds_before_running(cli, tmp_path: Path) -> No
     assert not (tmp_path / "p").exists()
     result = cli("experiment", "paper", "--seeds", "3", "--seed", "1", "--out", tmp_path / "p")
     assert_one_line_error(result, "not both")
+
+
+def test_a_generated_trace_is_drawn_again_for_each_seed(cli, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    result = cli(
+        "compare", "--trace", "generate:jobs=10,max_trials=3", "--cluster", "1x2x4",
+        "--policies", "fifo", "--seeds", "2", "--out", out, "-j", "1",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "seed 0: generated (jobs=10,max_trials=3, seed 0)" in result.out
+    assert "seed 1: generated (jobs=10,max_trials=3, seed 1)" in result.out
+    first, second = (_apps(out / f"seed{s}" / "fifo" / "apps.csv") for s in (0, 1))
+    key = ("arrival_s", "model", "gangs")
+    assert [tuple(r[k] for k in key) for r in first] != [tuple(r[k] for k in key) for r in second]
