@@ -102,3 +102,9 @@ def test_sweep_tables_show_median_and_range_over_seeds(tmp_path: Path) -> None:
     html = (tmp_path / "report.html").read_text()
     assert "median (min-max) over seeds 0, 1, 2" in html
     assert "band: min-max" in html
+
+
+def test_sweeps_without_any_chosen_policy_are_dropped() -> None:
+    p = plan({0: small_workload()}, ["fifo", "max-min"])
+    assert [s.key for s in p.sweeps] == ["contention", "vgg_share"]  # max-min's sweeps
+    assert all(policy == "max-min" for (_, _, policy, _) in p.points)

@@ -55,3 +55,10 @@ def test_aggregate_json_and_terminal_table(result) -> None:
     text = console.export_text()
     assert "1.00-3.00" in text and "100-300" in text and "over seeds 0, 1, 2" in text
     assert "…" not in text  # nothing cut at 120 columns
+
+
+def test_a_range_equal_as_shown_is_not_shown(result) -> None:
+    base = summarize(result)
+    runs = [("p", dataclasses.replace(base, jain_rho=v)) for v in (0.8311, 0.8309)]
+    header, (row,) = seed_rows(by_policy(runs))
+    assert dict(zip(header, row, strict=True))["Jain"] == "0.831"

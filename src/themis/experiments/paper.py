@@ -66,12 +66,13 @@ def _request(
 
 
 def sweeps(policies: Sequence[str]) -> list[Sweep]:
-    """The four sweeps; baselines not in ``policies`` (not registered) are left out."""
+    """The four sweeps; baselines not in ``policies`` (not registered) are left out, and a
+    sweep left with no policy is dropped (a table without columns says nothing)."""
 
     def keep(*names: str) -> tuple[str, ...]:
         return tuple(n for n in names if n in policies)
 
-    return [
+    every = [
         Sweep(
             "fairness_knob",
             "Fairness knob f",
@@ -114,6 +115,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "(same GPU-time), which lose 25-50% of their speed across machines.",
         ),
     ]
+    return [sweep for sweep in every if sweep.policies]
 
 
 def is_main_point(sweep: Sweep, value: float) -> bool:

@@ -90,11 +90,12 @@ def by_policy(
 
 
 def spread_text(spread: Spread, show: Callable[[float], str], sep: str = " ") -> str:
-    """``median (low-high)``, or the median alone when every seed gave the same number;
+    """``median (low-high)``, or the median alone when every seed shows the same number;
     with ``sep="\n"`` (a terminal) the range goes on a second line, unbracketed."""
-    if spread.low == spread.high:
+    low, high = show(spread.low), show(spread.high)
+    if low == high:  # equal as shown: a range "0.831-0.831" would only be noise
         return show(spread.median)
-    low_high = f"{show(spread.low)}-{show(spread.high)}"
+    low_high = f"{low}-{high}"
     return (
         f"{show(spread.median)}\n{low_high}"
         if sep == "\n"
