@@ -118,6 +118,7 @@ def test_config_is_a_table_not_a_dict() -> None:
     table = config_table({"cluster": "2x4x8", "profiles": None, "seeds": [0, 1]})
     assert table.header == ["option", "value"]
     assert table.rows == [["cluster", "2x4x8"], ["profiles", "default"], ["seeds", "[0, 1]"]]
+    assert '<table class="text">' in render("t", [], [Section("S", "", [table])])
 
 
 def test_render_escapes_cells_and_splits_paragraphs() -> None:

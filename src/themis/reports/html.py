@@ -33,6 +33,7 @@ thead th { background: #f3f3f3; }
 figure { margin: 1.5em 0; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; display: block; }
 figcaption { font-size: 0.9em; color: #555; }
+table.text td { text-align: left; }
 table.sortable th { cursor: pointer; } table.sortable th:hover { background: #e6e6e6; }
 details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #244; }
 .meta { color: #555; font-size: 0.9em; } code { background: #f5f5f5; padding: 0 0.2em; }
@@ -74,6 +75,8 @@ class Table:
     sortable: bool = False
     #: If set, the table is folded under this summary line (long per-app tables).
     folded: str = ""
+    #: Numbers are right-aligned; a table of text (the configuration) reads left-aligned.
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,12 +108,13 @@ def summary_rows_table(
 def config_table(config: Mapping[str, Any], caption: str = "Configuration") -> Table:
     """A run's options as a two-column table (``None`` shown as "default")."""
     rows = [[str(k), "default" if v is None else str(v)] for k, v in config.items()]
-    return Table(["option", "value"], rows, caption)
+    return Table(["option", "value"], rows, caption, text=True)
 
 
 def _table(table: Table) -> str:
     e = html.escape
-    parts = ['<table class="sortable">' if table.sortable else "<table>"]
+    classes = " ".join(c for c, on in (("sortable", table.sortable), ("text", table.text)) if on)
+    parts = [f'<table class="{classes}">' if classes else "<table>"]
     if table.caption:
         parts.append(f"<caption>{e(table.caption)}</caption>")
     parts.append("<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in table.header) + "</tr>")

@@ -200,5 +200,6 @@ def sweep_figure(
     # are unreadable.
     if log_y and values and max(values) / min(values) >= 10:
         ax.set_yscale("log")
-    ax.legend(fontsize="small")
+    if series:
+        ax.legend(fontsize="small")
     return fig
