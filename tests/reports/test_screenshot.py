@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import cast
 
 import pytest
 from PIL import Image
@@ -90,8 +91,10 @@ def test_screenshot_shows_the_plots(report: Path, tmp_path: Path) -> None:
               report.as_uri())  # fmt: skip
     image = Image.open(shot).convert("RGB")
     assert image.size == (WIDTH, HEIGHT)
-    colours = image.getcolors(maxcolors=1 << 20)
-    assert colours is not None and len(colours) > 50  # text, tables and plots, not blank
+    found = image.getcolors(maxcolors=1 << 20)
+    assert found is not None and len(found) > 50  # text, tables and plots, not blank
+    # RGB images give (count, (r, g, b)) pairs.
+    colours = cast(list[tuple[int, tuple[int, int, int]]], found)
     assert COLOURS[:2] == ("#1f77b4", "#d62728")
     # Both policies' colours are drawn (the first two of the palette: blue, then red) in
     # lines, filled usage panels and scatter points, blended with white where translucent.

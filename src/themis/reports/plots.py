@@ -31,10 +31,6 @@ HEIGHT = 4.67
 #: Height of one panel of a small-multiples figure (one panel per policy).
 PANEL_HEIGHT = 1.15
 
-#: matplotlib settings while saving: text stays text; a fixed salt makes element ids a
-#: hash of their content, so the same figure gives the same bytes and two figures inlined
-#: in one page can share an id only for identical definitions.
-_SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "themis"}
 
 #: The colour of each label (policy), cycled: the same policy has the same colour in
 #: every figure of a report when the labels come in the same order.
@@ -63,7 +59,10 @@ def colour(k: int) -> str:
 def to_svg(fig: Figure) -> str:
     """The figure as an ``<svg>`` element (no XML prolog), ready to inline in HTML."""
     buffer = io.BytesIO()
-    with matplotlib.rc_context(_SVG_RC):
+    # While saving: text stays text; a fixed salt makes element ids a hash of their
+    # content, so the same figure gives the same bytes and two figures inlined in one page
+    # can share an id only for identical definitions.
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "themis"}):
         fig.savefig(buffer, format="svg", metadata={"Date": None})  # same input, same bytes
     text = buffer.getvalue().decode("utf-8")
     return text[text.index("<svg") :]
