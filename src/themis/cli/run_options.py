@@ -56,9 +56,19 @@ class RunConfig:
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
     variants: Variants = field(default_factory=Variants)
+    #: Themis: how long a reservation may hold GPUs idle (None: one lease; 0: off).
+    reservation_bound_s: float | None = None
+    #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
+    lease_align_s: float = 0.0
 
     def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
+        return PolicyOptions(
+            lease=self.lease_s,
+            fairness_knob=self.fairness_knob,
+            seed=self.seed,
+            reservation_bound=self.reservation_bound_s,
+            lease_align=self.lease_align_s,
+        )
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -81,6 +91,10 @@ class RunConfig:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
         out.update(self.variants.to_dict())
+        out["reservation_bound_s"] = (
+            self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
+        )
+        out["lease_align_s"] = self.lease_align_s
         return out
 
 
@@ -164,6 +178,22 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Lease ends this close (>= 0) are batched into one round.",
         ),
         click.option(
+            "--reservation-bound",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Themis: longest a reservation may hold GPUs idle for a waiting gang "
+            "(0: no reservations)  [default: one lease]",
+        ),
+        click.option(
+            "--lease-align",
+            type=float,
+            default=0.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Themis: end leases on multiples of this many seconds (0: not aligned).",
+        ),
+        click.option(
             "--seed",
             type=int,
             default=defaults.SEED,
@@ -244,6 +274,8 @@ def make_config(
     model_share: str | None = None,
     vgg_share: float | None = None,
     contention: float = 1.0,
+    reservation_bound: float | None = None,
+    lease_align: float = 0.0,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -261,6 +293,17 @@ def make_config(
         )
     if not (math.isfinite(app_gap) and app_gap >= 0):
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
+    if reservation_bound is not None and not (
+        math.isfinite(reservation_bound) and reservation_bound >= 0
+    ):
+        raise ThemisError(
+            f"must be a number of seconds >= 0, got {reservation_bound}",
+            field="--reservation-bound",
+        )
+    if not (math.isfinite(lease_align) and lease_align >= 0):
+        raise ThemisError(
+            f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
+        )
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     if is_generated(trace):
@@ -284,6 +327,8 @@ def make_config(
             GENERATED_FORMAT,
             app_gap,
             variants,
+            reservation_bound_s=reservation_bound,
+            lease_align_s=lease_align,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -300,6 +345,8 @@ def make_config(
         fmt.value,
         app_gap,
         variants,
+        reservation_bound_s=reservation_bound,
+        lease_align_s=lease_align,
     )
 
 
