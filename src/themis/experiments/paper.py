@@ -79,7 +79,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Lease length",
             "lease (minutes)",
             LEASES_S,
-            keep("themis", "gavel-ftf", "tiresias"),
+            keep("themis", "ftf-oracle", "tiresias"),
             lambda w, v, p: _request(w, p, replace(BASE, lease=v)),
             "The lease is Themis's grant length and the baselines' re-allocation quantum.",
         ),
@@ -88,7 +88,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Contention",
             "arrivals compressed (x)",
             CONTENTION,
-            keep("themis", "gavel-ftf", "tiresias", "gandiva", "optimus", "slaq", "max-min"),
+            keep("themis", "ftf-oracle", "tiresias", "gandiva", "optimus", "slaq", "max-min"),
             lambda w, v, p: _request(compress_arrivals(w, v), p),
             "Apps arrive 1x, 2x and 4x as often as in the main run (same apps, same work).",
         ),
@@ -97,7 +97,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Placement-sensitive apps",
             "share of apps training a VGG model",
             VGG_SHARES,
-            keep("themis", "gavel-ftf", "tiresias", "gandiva", "max-min"),
+            keep("themis", "ftf-oracle", "tiresias", "gandiva", "max-min"),
             lambda w, v, p: _request(with_model_share(with_gang_mix(w, max_gang=MAX_GANG), v), p),
             "Trials resized to Philly's gang mix (1 GPU 70%, 2 GPUs 10%, 4 GPUs 15%, 8 GPUs "
             "5%, one size per app, same GPU-time); a share of apps switched to VGG models "
