@@ -92,22 +92,35 @@ class GavelBooks:
         self.need_update = False
 
     def priority(self, job: JobState) -> float:
-        share = self.allocation.get(job)
-        if share is None or share == 0.0:
-            return 0.0
-        if self.worker_time == 0.0:
-            return share * 1e9
-        fraction = self.job_time[job] / self.worker_time
-        return share / fraction if fraction > 0.0 else share * 1e9
+        return _priority(self.allocation.get(job), self.job_time[job], self.worker_time)
 
     def order(self) -> list[JobState]:
         """Live jobs by (priority, deficit, allocation), highest first; ties keep the
-        submission order (Python's reverse sort is stable, as in Gavel)."""
-        return sorted(
-            self.job_time,
-            key=lambda j: (self.priority(j), self.deficit[j], self.allocation.get(j, 0.0)),
-            reverse=True,
-        )
+        submission order (Python's reverse sort is stable, as in Gavel). Keys are computed
+        once per job: this runs every round over every live job (thousands under load)."""
+        jobs = list(self.job_time)
+        allocation, deficit, total = self.allocation, self.deficit, self.worker_time
+        keys = [
+            (
+                _priority(allocation.get(job), self.job_time[job], total),
+                deficit[job],
+                allocation.get(job, 0.0),
+            )
+            for job in jobs
+        ]
+        ranked = sorted(range(len(jobs)), key=keys.__getitem__, reverse=True)
+        return [jobs[k] for k in ranked]
+
+
+def _priority(share: float | None, received: float, total: float) -> float:
+    """Gavel's ``_update_priorities``: allocation over the share of time received; 0 for a
+    job with no allocation, ``allocation * 1e9`` while nothing was received."""
+    if share is None or share == 0.0:
+        return 0.0
+    if total == 0.0:
+        return share * 1e9
+    fraction = received / total
+    return share / fraction if fraction > 0.0 else share * 1e9
 
 
 def pick(order: Iterable[JobState], workers: int) -> list[JobState]:
