@@ -5,15 +5,18 @@ solve."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.optimize import linprog
 
 from tests.policies.hand import TOY, approx, assert_intervals, finishes, run, workload
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec
 from themis.policies import Policy, PolicyOptions, make_policy
+from themis.policies._ftf_program import AppLoad, water_level
 from themis.policies._gavel_mechanism import ROUND_SECONDS, GavelBooks, assign, pick
 from themis.policies._gavel_program import JobLoad, isolated_fractions, rho, solve
 from themis.policies.gavel import GavelPolicy
@@ -88,13 +91,67 @@ def test_the_program_is_feasible_and_no_split_beats_it(
     assert sum(j.gang * x for j, x in zip(jobs, fractions, strict=True)) <= capacity + 1e-9
     best = max(rho(j, x, i) for j, x, i in zip(jobs, fractions, result.isolated, strict=True))
     assert best == approx(1.0)  # the isolated split is feasible and gives everyone 1
-    assert fractions == pytest.approx(result.isolated, rel=1e-9, abs=1e-12)
     # Any other feasible split (random weights, scaled into the cluster) is no better.
     raw = [min(1.0, w) for w in weights[: len(jobs)]]
     used = sum(j.gang * x for j, x in zip(jobs, raw, strict=True))
     scale = min(1.0, capacity / used)
     other = max(rho(j, x * scale, i) for j, x, i in zip(jobs, raw, result.isolated, strict=True))
     assert other >= best - 1e-9
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1e4), st.floats(1.0, 1e4), st.integers(1, 4)),
+        min_size=2,
+        max_size=10,
+    ),
+    st.integers(1, 8),
+)
+def test_a_numerical_solve_of_gavels_program_lands_on_the_isolated_split(
+    rows: list[tuple[float, float, int]], capacity: int
+) -> None:
+    # Gavel's program solved numerically, as ftf-oracle's water level (one load per job):
+    # its min-max is 1 and its shares are the isolated ones, up to rounding.
+    jobs = [JobLoad(e, r, g) for e, r, g in rows if g <= capacity]
+    if sum(j.gang for j in jobs) <= capacity:
+        return  # everything fits: no level to find
+    iso = isolated_fractions([j.gang for j in jobs], float(capacity))
+    loads = [
+        AppLoad(
+            j.elapsed, j.elapsed + j.remaining / x, j.gang * j.remaining, j.remaining, float(j.gang)
+        )
+        for j, x in zip(jobs, iso, strict=True)
+    ]
+    level = water_level(loads, float(capacity))
+    assert level == pytest.approx(1.0, rel=1e-9)
+    shares = [load.need(level) / j.gang for load, j in zip(loads, jobs, strict=True)]
+    assert shares == pytest.approx(list(solve(jobs, float(capacity)).fractions), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("gangs", "capacity"), [([1, 1, 2, 4], 4), ([2, 2, 2], 3), ([1, 1, 1, 1, 1], 2), ([4, 8], 8)]
+)
+def test_isolated_split_is_gavels_max_min_lp_solved_by_highs(gangs: list[int], capacity: int):
+    # Gavel's isolated allocation is an LP (MaxMinFairnessPolicy, throughputs 1):
+    # maximize z subject to z <= g_j x_j, sum_j g_j x_j <= C, 0 <= x_j <= 1. HiGHS finds its
+    # optimum; ours reaches the same minimum, and fills the cluster.
+    n = len(gangs)
+    cost = np.zeros(n + 1)
+    cost[-1] = -1.0  # maximize z
+    rows = [[-g if k == j else 0.0 for k in range(n)] + [1.0] for j, g in enumerate(gangs)]
+    rows.append([float(g) for g in gangs] + [0.0])
+    lp = linprog(
+        cost,
+        A_ub=np.array(rows),
+        b_ub=[0.0] * n + [float(capacity)],
+        bounds=[(0.0, 1.0)] * n + [(0.0, None)],
+        method="highs",
+    )
+    assert lp.status == 0
+    ours = isolated_fractions(gangs, float(capacity))
+    assert min(g * x for g, x in zip(gangs, ours, strict=True)) == approx(-lp.fun)
+    assert sum(g * x for g, x in zip(gangs, ours, strict=True)) == approx(float(capacity))
 
 
 # -- the round mechanism, piece by piece -------------------------------------------------------

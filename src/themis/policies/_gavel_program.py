@@ -20,14 +20,22 @@ smallest gang that optimum is unique (every job holds ``C / N`` GPUs on average)
 not unique we take its water-filling optimum (each job ``min(g_j, L)`` GPUs, ``L`` filling
 the cluster), one of Gavel's optima, so that the result does not depend on a solver's path.
 
-Gavel solves the program with cvxpy (ECOS), as a convex program: ``1 / x`` is not linear,
-so it is not an LP. Here it is solved exactly as the water level of
-``_ftf_program.water_level`` (each job a load with ``cap = g_j``, ``work = g_j r_j``,
-``longest = r_j``, ``ideal = e_j + r_j / x_iso_j``); there is no second stage: the plain
-min-max, not the lexicographic optimum ``ftf-oracle`` takes. On one GPU type the answer is
-the isolated allocation itself (``rho_j <= 1`` if and only if ``x_j >= x_iso_j``, and the
-isolated shares already fill the cluster): Gavel's finish-time fairness then gives every
-job the same share of GPU-time, whatever its remaining work or its wait. A test checks it.
+Gavel solves the program with cvxpy (ECOS), as a convex program (``1 / x`` is not linear,
+so it is not an LP). On one GPU type its optimum is known exactly: ``rho_j <= 1`` if and
+only if ``x_j >= x_iso_j`` (numerator and denominator share ``e_j`` and ``r_j``), the
+isolated fractions are feasible and, when the jobs do not all fit, already fill the cluster
+(``sum_j g_j x_iso_j = C``). So the min-max is 1, reached only at ``x = x_iso``; when they
+all fit, ``x = 1`` is the only split with every ``rho_j <= 1``. ``solve`` returns that optimum
+exactly. A numerical solve (ECOS's, or the water-level root of ``_ftf_program`` that a test
+runs to confirm it) returns it up to rounding noise, and that noise would decide Gavel's
+priority ties, which its deficits are meant to break (in the root's answer the error of a
+job's share scales with ``e_j x_j / r_j``: jobs with a long wait and little work left would
+lose, or win, every tie). There is no second stage: this is
+the plain min-max, not the lexicographic optimum ``ftf-oracle`` takes.
+
+What it means: on one GPU type Gavel's finish-time fairness gives every job the same share
+of GPU-time (``C / N`` GPUs each while that is below every gang), whatever its remaining
+work or its wait; an app's share grows with its number of live jobs.
 """
 
 from __future__ import annotations
@@ -36,8 +44,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from themis.policies._ftf_program import AppLoad, water_level
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,9 @@ class JobLoad:
 
 @dataclass(frozen=True)
 class GavelAllocation:
-    """Time fractions (0..1) per job, in input order; ``level`` is the min-max rho (None:
-    every job fits at once and holds its gang all the time)."""
+    """Time fractions (0..1) per job, in input order, and the isolated ones they are
+    measured against; ``level`` is the min-max rho (None: every job fits at once and holds
+    its gang all the time, each at rho 1)."""
 
     fractions: tuple[float, ...]
     isolated: tuple[float, ...]
@@ -92,29 +99,13 @@ def rho(job: JobLoad, fraction: float, isolated: float) -> float:
 
 
 def solve(jobs: Sequence[JobLoad], capacity: float) -> GavelAllocation:
-    """The min-max of Gavel's rho over per-job time fractions (see the module docstring)."""
+    """The min-max of Gavel's rho over per-job time fractions: exactly the isolated
+    fractions (see the module docstring for why; a test checks it against a numerical
+    solve and against any other split)."""
     if capacity <= 0:
         raise ValueError("the cluster needs at least one GPU")
     if not jobs:
         return GavelAllocation((), (), None)
-    iso = isolated_fractions([j.gang for j in jobs], capacity)
-    loads = [
-        AppLoad(
-            j.elapsed,
-            j.elapsed + j.remaining / float(x),
-            j.gang * j.remaining,
-            j.remaining,
-            float(j.gang),
-        )
-        for j, x in zip(jobs, iso, strict=True)
-    ]
-    level = water_level(loads, capacity)
-    if level is None:
-        fractions = [1.0] * len(jobs)
-    else:
-        shares = [load.need(level) for load in loads]
-        total = sum(shares)
-        if total > capacity:  # the root is exact to ~1e-15: never hand out more than C
-            shares = [s * capacity / total for s in shares]
-        fractions = [min(1.0, s / j.gang) for s, j in zip(shares, jobs, strict=True)]
-    return GavelAllocation(tuple(fractions), tuple(float(x) for x in iso), level)
+    gangs = [j.gang for j in jobs]
+    iso = tuple(float(x) for x in isolated_fractions(gangs, capacity))
+    return GavelAllocation(iso, iso, None if sum(gangs) <= capacity else 1.0)
