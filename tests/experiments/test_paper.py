@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from themis.experiments.paper import (
@@ -15,23 +16,23 @@ from themis.experiments.paper import (
     plan,
 )
 from themis.experiments.paper_report import write_outputs
-from themis.experiments.runner import run_many
+from themis.experiments.runner import execute, run_many
 
 from .test_runner import small_workload
 
 
 def test_plan_reuses_main_runs_and_labels_every_point() -> None:
-    p = plan(small_workload(), ["themis", "fifo", "tiresias-not-registered"])
+    p = plan({0: small_workload()}, ["themis", "fifo", "tiresias-not-registered"])
     labels = [r.label for r in p.requests]
     assert len(labels) == len(set(labels))
     assert [r.label for r in p.main] == ["themis", "fifo", "tiresias-not-registered"]
     # Sweeps keep only the policies asked for: fifo is in none of them.
-    assert {pol for (_, _, pol) in p.points} == {"themis"}
+    assert {pol for (_, _, pol, _) in p.points} == {"themis"}
     # f = 0.8, a 10-minute lease and 1x contention are the main run, not re-run.
-    assert p.points[("fairness_knob", 0.8, "themis")] == "themis"
-    assert p.points[("lease_s", 600.0, "themis")] == "themis"
-    assert p.points[("contention", 1.0, "themis")] == "themis"
-    per_sweep = Counter(key for key, _, _ in p.points)
+    assert p.points[("fairness_knob", 0.8, "themis", 0)] == "themis"
+    assert p.points[("lease_s", 600.0, "themis", 0)] == "themis"
+    assert p.points[("contention", 1.0, "themis", 0)] == "themis"
+    per_sweep = Counter(key for key, _, _, _ in p.points)
     assert per_sweep == {
         "fairness_knob": len(FAIRNESS_KNOBS),
         "lease_s": len(LEASES_S),
@@ -41,20 +42,22 @@ def test_plan_reuses_main_runs_and_labels_every_point() -> None:
     extra = len(FAIRNESS_KNOBS) + len(LEASES_S) + len(CONTENTION) + len(VGG_SHARES) - 3
     assert len(p.requests) == 3 + extra
     f0 = next(r for r in p.requests if r.label == "themis @ fairness_knob=0")
-    assert f0.options.fairness_knob == 0.0 and f0.params == {"fairness_knob": 0.0}
+    assert f0.options.fairness_knob == 0.0 and f0.params == {"fairness_knob": 0.0, "seed": 0}
     lease = next(r for r in p.requests if r.label == "themis @ lease_s=3600")
     assert lease.options.lease == 3600.0
 
 
 def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
-    p = plan(small_workload(), ["themis", "fifo"])
+    p = plan({0: small_workload()}, ["themis", "fifo"])
     records = run_many(p.requests, workers=1)
     path = write_outputs(tmp_path, p, records, ["meta line"])
     html = path.read_text()
     for title in ["Main comparison", "Fairness knob f", "Lease length", "Contention"]:
         assert title in html
+    assert "<td>policies</td><td>themis, fifo</td>" in html  # the configuration table
+    assert "themis: the 6 worst apps" in html
     # Main: 4 figures; each sweep: max rho and GPU-hours, VGG share also placement score.
-    assert html.count('<img alt="') == 4 + 2 * 4 + 1
+    assert html.count("<figure") == html.count("<svg") == 4 + 2 * 4 + 1
     md = (tmp_path / "results.md").read_text()
     assert "## Sweep: Lease length" in md
     lease_rows = [line for line in md.splitlines() if re.match(r"\| \d+ min \|", line)]
@@ -62,3 +65,46 @@ def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "results.json").read_text())
     assert len(data["runs"]) == len(p.requests)
     assert data["meta"] == ["meta line"]
+
+
+def test_several_seeds_repeat_every_run_with_that_seeds_draws() -> None:
+    w = small_workload()
+    p = plan({0: w, 1: w}, ["themis"])
+    assert p.seeds == (0, 1)
+    assert [r.label for r in p.main] == ["themis seed 0", "themis seed 1"]
+    for request in p.requests:
+        assert request.options.seed == request.params["seed"]
+        assert request.label.endswith(f"seed {request.params['seed']}")
+    assert len(p.requests) == 2 * (1 + len(FAIRNESS_KNOBS) + len(LEASES_S) + len(CONTENTION)
+                                   + len(VGG_SHARES) - 3)  # fmt: skip
+    # The VGG sweep's gang sizes and model choices are drawn with the run's seed.
+    vgg = {r.params["seed"]: r.workload for r in p.requests if r.params.get("vgg_share") == 0.5}
+    assert vgg[0].apps != vgg[1].apps
+    assert p.points[("lease_s", 600.0, "themis", 1)] == "themis seed 1"
+
+
+def test_sweep_tables_show_median_and_range_over_seeds(tmp_path: Path) -> None:
+    p = plan({0: small_workload(), 1: small_workload(), 2: small_workload()}, ["themis"])
+    base = execute(replace(p.main[0], label="base"))
+    # Known max rho per seed at every point: seed 0 -> 1.0, seed 1 -> 3.0, seed 2 -> 2.0.
+    records = [
+        replace(
+            base,
+            label=r.label,
+            summary=replace(base.summary, max_rho=[1.0, 3.0, 2.0][r.params["seed"]]),
+        )
+        for r in p.requests
+    ]
+    write_outputs(tmp_path, p, records, ["meta"])
+    md = (tmp_path / "results.md").read_text()
+    assert "| 5 min | 2.00 (1.00-3.00) |" in md
+    assert "median and range over seeds 0, 1, 2" in md
+    html = (tmp_path / "report.html").read_text()
+    assert "median (min-max) over seeds 0, 1, 2" in html
+    assert "band: min-max" in html
+
+
+def test_sweeps_without_any_chosen_policy_are_dropped() -> None:
+    p = plan({0: small_workload()}, ["fifo", "max-min"])
+    assert [s.key for s in p.sweeps] == ["contention", "vgg_share"]  # max-min's sweeps
+    assert all(policy == "max-min" for (_, _, policy, _) in p.points)

@@ -294,20 +294,21 @@ def test_round_f_half_offers_the_two_worst(three_apps) -> None:
     assert len(placed) == 4
 
 
-def test_round_hidden_payment_goes_to_non_offered_app_first(three_apps) -> None:
+def test_round_hidden_payment_goes_to_the_worst_off_app_that_did_not_pay_it(three_apps) -> None:
     c, apps = three_apps
     # Same round, rounding always down: B's 0.6875 of one GPU is nothing; GPU 3 is
-    # leftover and goes first to the app that was not offered (A), although B and C want
-    # it too.
+    # leftover. B paid it as its hidden payment, so B comes last; of the others the worst
+    # off (C, rho 0.8, ahead of A's 0.545) gets it, whether it was offered or not.
     arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.999))
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
     assert rec.outcome is not None and rec.outcome.apps["B"].granted == ()
-    assert rec.leftover_grants == {"A": [3]}
+    assert rec.outcome.apps["B"].choice == (3,)
+    assert rec.leftover_grants == {"C": [3]}
     placed = check_round(s, apps)
-    assert placed["A1"] == (3,)
-    assert s[apps[0].jobs[1]].until == 130.0
+    assert placed["C1"] == (3,)
+    assert s[apps[2].jobs[1]].until == 130.0
 
 
 def test_round_with_everyone_offered_leftover_goes_worst_first(three_apps) -> None:

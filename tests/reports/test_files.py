@@ -50,6 +50,14 @@ def test_apps_csv_has_exact_columns(tmp_path: Path, result) -> None:
         "t_cluster_s",
         "n_avg",
         "rho",
+        "model",
+        "gangs",
+        "wait_s",
+    ]
+    rows = _read(tmp_path / "apps.csv")
+    assert [(r["model"], r["gangs"], float(r["wait_s"])) for r in rows] == [
+        ("toy", "2x1", 0.0),
+        ("toy", "2x1", 0.0),
     ]
     assert list(APPS_COLUMNS) == _header(tmp_path / "apps.csv")
 

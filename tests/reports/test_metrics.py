@@ -7,7 +7,14 @@ import math
 import pytest
 
 from themis.fairness.ftf import posthoc_rho
-from themis.reports.metrics import RunSummary, app_rows, jain_index, summarize
+from themis.reports.metrics import (
+    RunSummary,
+    app_rows,
+    gang_text,
+    jain_index,
+    percentile,
+    summarize,
+)
 from themis.simulator.engine import Interval
 
 from .conftest import make_result
@@ -117,3 +124,44 @@ def test_unfinished_app_is_a_bug() -> None:
     res.apps[0].finish = None
     with pytest.raises(AssertionError):
         app_rows(res)
+
+
+def test_gang_text_groups_sizes_largest_first() -> None:
+    assert gang_text([8] * 20) == "8x20"
+    assert gang_text([1, 4, 1, 4, 1]) == "4x2 1x3"
+    assert gang_text([]) == ""
+
+
+def test_app_rows_carry_model_gangs_and_wait_to_first_gpu() -> None:
+    res = make_result(
+        [("a", 0.0, 100.0, 50.0, 1.0), ("b", 40.0, 340.0, 100.0, 1.0), ("c", 5.0, 5.0, 0.0, 1.0)],
+        [
+            Interval(0.0, 100.0, "a", "a-j", (0, 1), True),
+            # b's rows out of order: its first GPU is at 130, the earliest start.
+            Interval(200.0, 340.0, "b", "b-j", (0, 1), True),
+            Interval(130.0, 180.0, "b", "b-j", (2, 3), True),
+        ],
+    )
+    a, b, c = app_rows(res)
+    assert (a.model, a.gangs, a.wait_s) == ("toy", "2x1", 0.0)
+    assert b.wait_s == 90.0  # 130 - 40
+    assert c.wait_s == c.completion_s == 0.0  # never held a GPU: waited until it finished
+
+
+def test_percentile_interpolates_between_order_statistics() -> None:
+    values = [4.0, 1.0, 3.0, 2.0]
+    assert percentile(values, 50) == 2.5
+    assert percentile(values, 90) == pytest.approx(3.7)  # position 2.7: 3 + 0.7
+    assert percentile(values, 99) == pytest.approx(3.97)
+    assert percentile(values, 0) == 1.0 and percentile(values, 100) == 4.0
+    assert percentile([7.0], 99) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_summary_counts_apps_over_one_and_rho_percentiles(result) -> None:
+    s = summarize(result)  # rho 1.0 and 2.0: 1.0 is not over 1
+    assert (s.apps_rho_over_1, s.share_rho_over_1) == (1, 0.5)
+    assert s.rho_p50 == pytest.approx(1.5)
+    assert s.rho_p90 == pytest.approx(1.9)
+    assert s.rho_p99 == pytest.approx(1.99)

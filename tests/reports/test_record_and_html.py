@@ -1,24 +1,20 @@
-"""Reports: usage curves from intervals, figures as PNG, one self-contained HTML file."""
+"""Reports: usage curves from intervals, figures as inline SVG, one self-contained HTML file."""
 
 from __future__ import annotations
 
-import base64
 import re
-import struct
+import subprocess
+import sys
 from pathlib import Path
 
-from themis.reports.comparison import comparison_section
-from themis.reports.html import Figure, Section, Table, render, write_report
+from matplotlib.transforms import Bbox
+
+from themis.reports.comparison import apps_section, comparison_section, single
+from themis.reports.html import Figure, Section, Table, config_table, render, write_report
 from themis.reports.markdown import markdown_table
-from themis.reports.plots import DPI, SIZE, cdf_plot
+from themis.reports.plots import cdf_figure, scatter_figure, to_svg, usage_figure
 from themis.reports.record import gpus_in_use, record_run, thin
 from themis.simulator.engine import SimulationResult
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    return width, height
 
 
 def test_gpus_in_use_is_the_exact_step_function(result: SimulationResult) -> None:
@@ -42,32 +38,110 @@ def test_record_holds_rows_sizes_and_usage(result: SimulationResult) -> None:
     assert record.capacity == 4
 
 
-def test_plots_are_pngs_of_the_declared_size() -> None:
-    png = cdf_plot({"p": [1.0, 2.0, 0.5]}, "t", "x", log_x=True, marker_x=1.0)
-    assert png_size(png) == (round(SIZE[0] * DPI), round(SIZE[1] * DPI))
+def test_plots_are_svg_with_searchable_text() -> None:
+    svg = to_svg(cdf_figure({"pol-x": [[1.0, 2.0, 0.5]]}, "Title Q", "x", log_x=True, marker_x=1))
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "<?xml" not in svg  # ready to inline
+    # Text kept as text (svg.fonttype none), not glyph paths: the browser can find it.
+    assert re.search(r"<text[^>]*>Title Q</text>", svg)
+    assert re.search(r"<text[^>]*>pol-x</text>", svg)
+    # The same figure gives the same bytes (no random ids).
+    again = to_svg(cdf_figure({"pol-x": [[1.0, 2.0, 0.5]]}, "Title Q", "x", log_x=True, marker_x=1))
+    assert svg == again
 
 
-def test_comparison_report_embeds_four_figures(result: SimulationResult, tmp_path: Path) -> None:
+def test_drawing_leaves_the_matplotlib_backend_alone() -> None:
+    # A notebook's backend must survive importing and using the reports.
+    code = (
+        "import sys, matplotlib; matplotlib.use('pdf');"
+        "from themis.reports.plots import cdf_figure, to_svg;"
+        "to_svg(cdf_figure({'a': [[1.0]]}, 't', 'x'));"
+        "print(matplotlib.get_backend(), 'matplotlib.pyplot' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["pdf", "False"]
+
+
+def _bbox(artist) -> Bbox:
+    return artist.get_window_extent()
+
+
+def test_scatter_legend_sits_outside_the_axes() -> None:
+    points = {f"p{k}": ([1.0, 10.0, 100.0], [0.5, 1.0, 2.0]) for k in range(6)}
+    fig = scatter_figure(points, "t", "x", "rho", marker_y=1.0)
+    fig.draw_without_rendering()
+    (ax,) = fig.axes
+    (legend,) = fig.legends
+    assert not _bbox(legend).overlaps(_bbox(ax))
+
+
+def test_usage_is_one_panel_per_policy_on_shared_axes() -> None:
+    usage = {
+        "a": [([0.0, 3600.0, 7200.0], [4, 2, 0])],
+        "b": [([0.0, 1800.0], [3, 0])],
+        "c": [([0.0, 900.0], [1, 0])],
+    }
+    fig = usage_figure(usage, 4, "GPUs")
+    assert len(fig.axes) == 3
+    assert [ax.get_ylabel() for ax in fig.axes] == ["a", "b", "c"]
+    assert {ax.get_xlim() for ax in fig.axes} == {fig.axes[0].get_xlim()}
+    assert {ax.get_ylim() for ax in fig.axes} == {(0.0, 4.4)}
+
+
+def test_comparison_report_inlines_four_figures(result: SimulationResult, tmp_path: Path) -> None:
     records = [record_run(result, "one"), record_run(result, "two")]
     path = write_report(tmp_path / "r", "T <&>", ["meta"], [comparison_section(records, "C")])
     text = path.read_text()
     assert path.name == "report.html"
     assert "<title>T &lt;&amp;&gt;</title>" in text  # escaped
-    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert len(images) == 4
-    for image in images:
-        png_size(base64.b64decode(image))
+    assert text.count("<figure") == text.count("<svg") == 4
     assert "max rho" in text and "<th>one</th>" in text and "<th>two</th>" in text
-    assert 'src="http' not in text  # nothing outside the file
+    assert "rho p50 / p90 / p99" in text and "apps with rho &gt; 1" in text
+    assert "<img" not in text and 'src="http' not in text  # nothing outside the file
+
+
+def test_apps_section_lists_worst_first_and_folds_the_full_table(result: SimulationResult) -> None:
+    section = apps_section(single([record_run(result, "pol")]))
+    worst, full = section.tables
+    assert worst.header == ["app", "model", "gangs", "wait (h)", "completion (h)", "rho"]
+    assert [row[0] for row in worst.rows] == ["b", "a"]  # rho 2.0 before 1.0
+    assert worst.rows[0][-1] == "2.00" and worst.rows[0][2] == "2x1"
+    assert worst.sortable and full.sortable
+    assert full.folded == "pol: all 2 apps (1 with rho > 1), sortable"
+    text = render("t", [], [section])
+    assert text.count('<table class="sortable">') == 2
+    assert "<details><summary>pol: all 2 apps" in text
+    assert "<script>" in text and "localeCompare" in text
+
+
+def test_config_is_a_table_not_a_dict() -> None:
+    table = config_table({"cluster": "2x4x8", "profiles": None, "seeds": [0, 1]})
+    assert table.header == ["option", "value"]
+    assert table.rows == [["cluster", "2x4x8"], ["profiles", "default"], ["seeds", "[0, 1]"]]
+    assert '<table class="text">' in render("t", [], [Section("S", "", [table])])
 
 
 def test_render_escapes_cells_and_splits_paragraphs() -> None:
-    section = Section("S", "a\n\nb<", [Table(["h"], [["<x>"]])], [Figure(b"png", "c")])
+    section = Section("S", "a\n\nb<", [Table(["h"], [["<x>"]])], [Figure("<svg></svg>", "c")])
     text = render("t", [], [section])
     assert "<td>&lt;x&gt;</td>" in text
     assert "<p>a</p><p>b&lt;</p>" in text.replace("\n", "")
+    assert "<script>" not in text  # no sortable table, no script
 
 
 def test_markdown_table() -> None:
     table = Table(["metric", "a|b"], [["x", "1"]], "cap")
     assert markdown_table(table) == "*cap*\n\n| metric | a\\|b |\n| --- | ---: |\n| x | 1 |"
+
+
+def test_scatter_goes_log_only_across_an_order_of_magnitude() -> None:
+    wide = scatter_figure({"p": ([1.0, 2.0], [0.5, 20.0])}, "t", "x", "rho")
+    narrow = scatter_figure({"p": ([1.0, 2.0], [0.5, 2.0])}, "t", "x", "rho")
+    assert wide.axes[0].get_yscale() == "log" and wide.axes[0].get_ylabel() == "rho (log)"
+    assert narrow.axes[0].get_yscale() == "linear"
+
+
+def test_a_median_over_its_range_breaks_the_line_in_html_not_in_markdown() -> None:
+    table = Table(["m"], [["1.67\n0.77-4.63"]])
+    assert "<td>1.67<br>0.77-4.63</td>" in render("t", [], [Section("S", "", [table])])
+    assert markdown_table(table).endswith("| 1.67 0.77-4.63 |")

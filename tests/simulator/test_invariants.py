@@ -154,7 +154,9 @@ def idle_while_waiting(result: SimulationResult) -> list[tuple[float, int, str]]
             continue
         mid = (lo + hi) / 2
         running = [i for i in result.intervals if i.start <= mid < i.end]
-        free = size - sum(len(i.gpus) for i in running)
+        # GPUs a reservation holds back for a waiting gang idle on purpose (bounded).
+        held = sum(len(g) for lo_, hi_, g in result.held_idle if lo_ <= mid < hi_)
+        free = size - sum(len(i.gpus) for i in running) - held
         busy = {(i.app_id, i.job_id) for i in running}
         for app in result.apps:
             if app.arrival > mid:

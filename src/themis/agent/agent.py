@@ -10,15 +10,23 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.auction.bids import Bid, MenuEntry
-from themis.fairness.ftf import GangWork, RemainingWork, rho
+from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import OrderedPacker
 from themis.model.state import AppState, JobState
+
+#: How much worse than its worst useful outcome a starving app values winning nothing
+#: (see ``Agent._nothing``): its smallest bundle is then worth log 2 in the auction's
+#: objective, as much as doubling the GPUs of an app that runs. Measured: 2 and the old
+#: RHO_MAX cap give the same max rho within 0.01 on contended and gang-heavy workloads
+#: (docs/gangs.md); 2 keeps the auction's valuations finite and comparable.
+NOTHING_FACTOR = 2.0
 
 #: The prefix lengths (in gangs) a chain is sampled at: dense for small sizes, where each
 #: GPU matters, then roughly geometric.
@@ -47,6 +55,32 @@ class Agent:
         work = RemainingWork(self.app.profile, remaining)
         return self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
 
+    def standing(
+        self,
+        now: float,
+        n_avg: float,
+        gpus: Sequence[int],
+        active_apps: int,
+        remaining: dict[int, GangWork] | None = None,
+    ) -> float:
+        """The app's rho for ranking and as its bid's "nothing": rho with ``gpus`` when the
+        app can run on them, else its starving rho (``starving_rho``: a fair 1/N time share
+        from now on), which is finite and grows with the wait."""
+        if remaining is None:
+            remaining = self.app.remaining_by_gang(now)
+        work = RemainingWork(self.app.profile, remaining)
+        return self._standing(now, n_avg, work, self.cluster.shape_of(gpus), active_apps)
+
+    def _standing(
+        self, now: float, n_avg: float, work: RemainingWork, shape: SetShape, active_apps: int
+    ) -> float:
+        time = work.time_on(shape)
+        if time < math.inf:
+            return rho(now, self.app.arrival, time, self.app.t_cluster, n_avg)
+        return starving_rho(
+            now, self.app.arrival, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
+        )
+
     def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
         return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
 
@@ -58,6 +92,7 @@ class Agent:
         offer: Sequence[int],
         renewable: Sequence[JobState] = (),
         remaining: dict[int, GangWork] | None = None,
+        active_apps: int | None = None,
     ) -> Bid:
         """The app's bid for ``offer`` while it keeps ``kept``.
 
@@ -65,11 +100,15 @@ class Agent:
         bidder's starts elsewhere); the chain walks it in that order. ``renewable`` are the
         app's jobs whose leases end now: bundles list their current GPUs first, so winning
         them back continues those jobs without a restart. ``remaining`` is the app's
-        ``remaining_by_gang(now)`` when the caller has it."""
+        ``remaining_by_gang(now)`` when the caller has it. With ``active_apps`` (the apps
+        active now), an app that cannot run on ``kept`` values winning nothing at its
+        starving rho instead of the RHO_MAX cap (see ``standing``)."""
         if remaining is None:
             remaining = self.app.remaining_by_gang(now)
         work = RemainingWork(self.app.profile, remaining)
-        rho_none = self._rho(now, n_avg, work, self.cluster.shape_of(kept))
+        kept_shape = self.cluster.shape_of(kept)
+        rho_none = self._rho(now, n_avg, work, kept_shape)
+        starving = active_apps is not None and rho_none >= RHO_MAX
         entries: list[MenuEntry] = []
         self._cuts = {}
         chain = self._chain(now, kept, offer, renewable)
@@ -82,7 +121,31 @@ class Agent:
             step = len(entries) / self.max_menu
             picked = {int(i * step) for i in range(self.max_menu - 1)} | {len(entries) - 1}
             entries = [entries[i] for i in sorted(picked)]
+        if starving and active_apps is not None:
+            rho_none = self._nothing(now, n_avg, work, active_apps, entries)
         return Bid(self.app.app_id, rho_none, tuple(entries))
+
+    def _nothing(
+        self,
+        now: float,
+        n_avg: float,
+        work: RemainingWork,
+        active_apps: int,
+        entries: Sequence[MenuEntry],
+    ) -> float:
+        """What winning nothing is worth to an app that cannot run on what it keeps.
+
+        Its rho is infinite in truth; the RHO_MAX cap made every starving app's every win
+        worth the same huge gain, so two 1-GPU winners always outvoted one gang. Instead,
+        nothing is valued ``NOTHING_FACTOR`` times worse than the worse of its starving rho
+        and its worst bundle: every bundle it bids is worth more than nothing, and bundles
+        are compared by the rho they really give (a gang's one useful bundle against a
+        small app's several)."""
+        fair = starving_rho(
+            now, self.app.arrival, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
+        )
+        worst = max((e.rho for e in entries), default=fair)
+        return min(max(fair, worst) * NOTHING_FACTOR, RHO_MAX)
 
     def _chain(
         self,

@@ -36,15 +36,24 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
 
 
 def assign_jobs(
-    cluster: Cluster, app: AppState, owned: Iterable[int], now: float
+    cluster: Cluster,
+    app: AppState,
+    owned: Iterable[int],
+    now: float,
+    placed: set[int] | None = None,
 ) -> tuple[dict[JobState, tuple[int, ...]], set[int]]:
-    """Map the app's GPUs to its jobs. Returns (job -> GPUs, GPUs left unused)."""
+    """Map the app's GPUs to its jobs. Returns (job -> GPUs, GPUs left unused).
+
+    ``placed``: ids of jobs already given GPUs elsewhere in this round (not placed again)."""
     pool = Packer(cluster, owned)
     plan: dict[JobState, tuple[int, ...]] = {}
     for job in app.running_jobs():
         if pool.take_exact(job.gpus):
             plan[job] = job.gpus
-    fill(pool, waiting_order(app, now, {id(j) for j in plan}), plan)
+    skip = {id(j) for j in plan}
+    if placed:
+        skip |= placed
+    fill(pool, waiting_order(app, now, skip), plan)
     return plan, pool.gpus()
 
 

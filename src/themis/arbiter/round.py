@@ -16,17 +16,29 @@ random generator, so the simulator and the runtime drive exactly the same decisi
 from __future__ import annotations
 
 import math
+import os
 import random
 from dataclasses import dataclass, field
 
 from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
 from themis.arbiter.leftover import allocate_leftover
+from themis.arbiter.reservation import (
+    Reservation,
+    ReservationBook,
+    choose_target,
+    next_gang,
+    ready_times,
+)
 from themis.auction.bids import Bid
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
+from themis.fairness.ftf import RHO_MAX
 from themis.model.cluster import Cluster
+from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import Assignment, Schedule, SchedulingView
+
+LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
 
 
 def offered_count(wanting: int, fairness_knob: float) -> int:
@@ -47,9 +59,15 @@ class RoundRecord:
     bids: list[Bid]
     outcome: AuctionOutcome | None
     leftover_grants: dict[str, list[int]] = field(default_factory=dict)
+    reserved: list[int] = field(default_factory=list)  # GPUs withheld for a reservation
 
 
 class Arbiter:
+    """The mechanism of DESIGN §5 plus the gang rules of docs/gangs.md: starving apps rank
+    and bid by a finite rho that grows with their wait, the worst-off app's unplaceable
+    gang gets a bounded reservation, small bundles are carved from the most fragmented
+    machines first, and lease ends can be aligned to a grid."""
+
     def __init__(
         self,
         cluster: Cluster,
@@ -57,16 +75,27 @@ class Arbiter:
         lease: float,
         rng: random.Random,
         max_menu: int = 32,
+        reservation_bound: float | None = None,
+        lease_align: float = 0.0,
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
         if lease <= 0:
             raise ValueError("the lease must be > 0 seconds")
+        if reservation_bound is not None and reservation_bound < 0:
+            raise ValueError("the reservation bound must be >= 0 seconds (0: no reservations)")
+        if lease_align < 0:
+            raise ValueError("the lease alignment must be >= 0 seconds (0: not aligned)")
         self.cluster = cluster
         self.fairness_knob = fairness_knob
         self.lease = lease
         self.rng = rng
         self.max_menu = max_menu
+        #: How long a reservation may hold GPUs back (None: one lease, within which every
+        #: lease on its target ends; 0: reservations off).
+        self.reservation_bound = lease if reservation_bound is None else reservation_bound
+        self.lease_align = lease_align
+        self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         self.last_round: RoundRecord | None = None
 
@@ -76,8 +105,21 @@ class Arbiter:
             agent = self._agents[app.app_id] = Agent(app, self.cluster, self.max_menu)
         return agent
 
+    def lease_end(self, now: float) -> float:
+        """When a grant made now ends: ``now + lease``, or with alignment the grid point
+        (multiple of ``lease_align``) nearest to it, so that leases granted at different
+        times end together and free whole machines at once (never at or before ``now``)."""
+        end = now + self.lease
+        if self.lease_align <= 0:
+            return end
+        aligned = round(end / self.lease_align) * self.lease_align
+        while aligned <= now:
+            aligned += self.lease_align
+        return aligned
+
     def run_round(self, view: SchedulingView) -> Schedule:
         now = view.now
+        self.reservations.account(now)
         schedule: Schedule = {}
         kept: dict[str, list[int]] = {}
         renewable: dict[str, list[JobState]] = {}
@@ -93,25 +135,51 @@ class Arbiter:
                     schedule[job] = Assignment(job.gpus, job.until)
                     kept[app.app_id].extend(job.gpus)
         if not pool:
+            self._drop_stale_reservation(view, now)
             return schedule
 
         # 1. Visibility: rho with everything the app holds now, leases ending included, so
         # that an app whose leases just ended does not look as badly off as one that has
-        # been waiting with nothing (its bid's "nothing" is still what it keeps).
+        # been waiting with nothing (its bid's "nothing" is still what it keeps). An app
+        # that cannot run on what it holds reports its starving rho (finite, grows with
+        # its wait) instead of one constant shared by every starving app.
+        active = len(view.apps)
         wanting = [a for a in view.apps if a.demand() > len(kept[a.app_id])]
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
         agents = {a.app_id: self.agent(a) for a in wanting}
         # What each app has left to do, computed once for its rho here and its bid below.
         remaining = {a.app_id: a.remaining_by_gang(now) for a in wanting}
-        rhos = {
-            a.app_id: agents[a.app_id].rho_with(now, n_avg[a.app_id], a.held(), remaining[a.app_id])
-            for a in wanting
-        }
-        # 2. Offer, worst rho first (ties: earlier arrival).
-        wanting.sort(key=lambda a: (-rhos[a.app_id], a.arrival, a.app_id))
+        rhos: dict[str, float] = {}
+        starving: set[str] = set()
+        for a in wanting:
+            agent = agents[a.app_id]
+            value = agent.rho_with(now, n_avg[a.app_id], a.held(), remaining[a.app_id])
+            if value >= RHO_MAX:
+                starving.add(a.app_id)
+                value = agent.standing(now, n_avg[a.app_id], a.held(), active, remaining[a.app_id])
+            rhos[a.app_id] = value
+        # 2. Offer, worst first: apps that cannot run at all before the others, as with an
+        # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
+        wanting.sort(key=lambda a: (a.app_id not in starving, -rhos[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
-        # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker).
-        offer = sorted(pool, key=self.cluster.topology_rank.__getitem__)
+        planned: set[int] = {id(j) for j in schedule}
+
+        # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
+        reserved_jobs = set(planned)
+        reserved = self._reserve(view, wanting, pool, now, schedule, planned)
+        reserved_jobs = planned - reserved_jobs  # the gang a reservation just started
+        pool.difference_update(reserved)
+        record = RoundRecord(now, [], rhos, [a.app_id for a in offered], [], None)
+        record.reserved = sorted(reserved)
+        if not pool:
+            self.last_round = record
+            return schedule
+
+        # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
+        # the offer lists the most fragmented machines first, so small bundles are carved
+        # from partly used machines before empty ones (best fit).
+        offer = self._offer_order(pool)
+        record.pool = offer
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)
@@ -124,8 +192,10 @@ class Arbiter:
                     rotated,
                     renewable[app.app_id],
                     remaining[app.app_id],
+                    active_apps=active,
                 )
             )
+        record.bids = bids
         # 4. Partial Allocation.
         outcome = partial_allocation(
             bids,
@@ -134,27 +204,99 @@ class Arbiter:
             trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n),
             units=lambda app_id, b: agents[app_id].units(b),
         )
+        record.outcome = outcome
+        until = self.lease_end(now)
         leftover = set(outcome.leftover)
-        planned: set[int] = {id(j) for j in schedule}
         for app in offered:
             granted = outcome.apps[app.app_id].granted
             if not granted:
                 continue
-            plan, unused = assign_jobs(self.cluster, app, [*kept[app.app_id], *granted], now)
+            plan, unused = assign_jobs(
+                self.cluster, app, [*kept[app.app_id], *granted], now, reserved_jobs
+            )
             leftover.update(unused)
             for job, gpus in plan.items():
                 if job not in schedule:
-                    schedule[job] = Assignment(gpus, now + self.lease)
+                    schedule[job] = Assignment(gpus, until)
                     planned.add(id(job))
-        # 5. Leftover: apps not offered first, then everyone still wanting.
-        record = RoundRecord(now, offer, rhos, [a.app_id for a in offered], bids, outcome)
+        # 5. Leftover, worst-off first; the auction's winners come last, so that no
+        # bidder gets its own hidden payment back.
         if leftover:
-            offered_ids = {a.app_id for a in offered}
-            order = [a for a in wanting if a.app_id not in offered_ids] + offered
+            winners = {a for a, o in outcome.apps.items() if o.choice}
+            order = [a for a in wanting if a.app_id not in winners] + [
+                a for a in wanting if a.app_id in winners
+            ]
             placed = allocate_leftover(self.cluster, order, planned, leftover, now)
             for job, gpus in placed.items():
                 # 6. Leases for every new or renewed placement.
-                schedule[job] = Assignment(gpus, now + self.lease)
+                schedule[job] = Assignment(gpus, until)
                 record.leftover_grants.setdefault(job.app.app_id, []).extend(gpus)
         self.last_round = record
         return schedule
+
+    def _offer_order(self, pool: set[int]) -> list[int]:
+        """The offered GPUs, machines with the fewest free GPUs first (then topology)."""
+        machine_of = self.cluster.machine_of
+        free_on: dict[int, int] = {}
+        for g in pool:
+            free_on[machine_of[g]] = free_on.get(machine_of[g], 0) + 1
+        rank = self.cluster.topology_rank
+        return sorted(pool, key=lambda g: (free_on[machine_of[g]], rank[g]))
+
+    def _drop_stale_reservation(self, view: SchedulingView, now: float) -> None:
+        res = self.reservations.current
+        if res is None:
+            return
+        app = next((a for a in view.apps if a.app_id == res.app_id), None)
+        if app is None or now >= res.deadline or not _waits_for(app, res.gang):
+            self.reservations.close(now, fulfilled=False)
+
+    def _reserve(
+        self,
+        view: SchedulingView,
+        wanting: list[AppState],
+        pool: set[int],
+        now: float,
+        schedule: Schedule,
+        planned: set[int],
+    ) -> set[int]:
+        """Keep, make or fulfil the one reservation; return the GPUs of the pool it
+        withholds this round. A fulfilled reservation starts its gang in ``schedule``."""
+        book = self.reservations
+        if self.reservation_bound <= 0:
+            return set()
+        self._drop_stale_reservation(view, now)
+        res = book.current
+        if res is None and wanting:
+            worst = wanting[0]
+            job = next_gang(worst, now)
+            if job is not None and not self._placeable(job.gang, pool):
+                ready = ready_times(self.cluster, view.apps, pool, now)
+                target = choose_target(self.cluster, job.gang, ready, now)
+                if target:
+                    res = book.current = Reservation(
+                        worst.app_id, job.gang, target, now, now + self.reservation_bound
+                    )
+                    book.made += 1
+        if res is None:
+            return set()
+        if pool.issuperset(res.target):
+            app = next(a for a in view.apps if a.app_id == res.app_id)
+            job = next(j for j in app.idle_jobs() if j.gang == res.gang)
+            schedule[job] = Assignment(res.target, self.lease_end(now))
+            planned.add(id(job))
+            pool.difference_update(res.target)
+            book.close(now, fulfilled=True)
+            return set()
+        withheld = pool.intersection(res.target)
+        book.withhold(withheld)
+        return withheld
+
+    def _placeable(self, gang: int, pool: set[int]) -> bool:
+        """Whether a gang can start on its best span with the GPUs of ``pool``."""
+        gpus = pack_gang(self.cluster, pool, gang)
+        return gpus is not None and self.cluster.span(gpus) <= self.cluster.best_span(gang)
+
+
+def _waits_for(app: AppState, gang: int) -> bool:
+    return any(j.gang == gang for j in app.idle_jobs())

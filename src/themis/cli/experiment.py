@@ -10,9 +10,9 @@ import click
 from themis.cli import defaults
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import parse_policies, workers_option
+from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
 from themis.experiments.paper import CLUSTER, plan
-from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
 from themis.experiments.runner import default_workers, run_many
 from themis.workload import load_workload
 
@@ -43,17 +43,29 @@ def experiment() -> None:
     type=int,
     default=defaults.SEED,
     show_default=True,
-    help="Seed of the model draw and every policy's random choices.",
+    help="Seed of the model draw, the variants' draws and every policy's random choices.",
 )
+@seeds_option
 @QUIET
-def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet: bool) -> None:
+def paper(
+    out: Path,
+    policies: str | None,
+    workers: int | None,
+    seed: int,
+    seeds: str | None,
+    quiet: bool,
+) -> None:
     """The main comparison of every policy on the bundled HyperDrive workload (64 GPUs),
     then sweeps of the fairness knob, the lease length, contention and the share of
     placement-sensitive apps. Writes OUT/report.html (tables and plots), OUT/results.md and
-    OUT/results.json."""
+    OUT/results.json. With --seeds every run is repeated per seed (tables: median and
+    range; plots: a line per seed, or a band)."""
     names = parse_policies(policies, "--policies")
-    workload = load_workload(defaults.TRACE, seed=seed)
-    the_plan = plan(workload, names)
+    seed_list = parse_seeds(seeds, seed_on_command_line()) or [seed]
+    workloads = {s: load_workload(defaults.TRACE, seed=s) for s in seed_list}
+    workload = workloads[seed_list[0]]
+    the_plan = plan(workloads, names)
+    seed_text = f"seed {seed}" if seeds is None else f"seeds {', '.join(map(str, seed_list))}"
     if not out.exists():
         out.mkdir(parents=True)
     elif not out.is_dir():
@@ -61,7 +73,8 @@ def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet
     n_workers = default_workers(len(the_plan.requests)) if workers is None else workers
     click.echo(
         f"{len(the_plan.requests)} simulations of {workload.source} on {CLUSTER} "
-        f"({len(workload.apps)} apps, {workload.job_count:,} jobs), {n_workers} at a time"
+        f"({len(workload.apps)} apps, {workload.job_count:,} jobs; {seed_text}), "
+        f"{n_workers} at a time"
     )
     started = time.monotonic()
     with progress_bar(not quiet) as progress:
@@ -72,14 +85,18 @@ def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet
     slowest = max(records, key=lambda r: r.cpu_s)
     meta = [
         f"workload: {workload.source}, {len(workload.apps)} apps, {workload.job_count:,} jobs, "
-        f"cluster {CLUSTER}, seed {seed}",
+        f"cluster {CLUSTER}, {seed_text}",
         f"{len(records)} simulations in {elapsed / 60:.1f} min with {n_workers} worker(s), "
         f"{sum(r.cpu_s for r in records) / 60:.1f} CPU-min in all; slowest: "
         f"{slowest.label}, {slowest.cpu_s:.0f} CPU-s",
         "regenerate: themis experiment paper"
         + (f" --policies {policies}" if policies else "")
-        + (f" --seed {seed}" if seed != defaults.SEED else ""),
+        + (f" --seed {seed}" if seeds is None and seed != defaults.SEED else "")
+        + (f" --seeds {seeds}" if seeds is not None else ""),
     ]
+    # Imported here: the report draws with matplotlib, which takes a second to import.
+    from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
+
     path = write_outputs(out, the_plan, records, meta)
     click.echo(f"{len(records)} simulations in {elapsed:.0f} s")
     click.echo(f"wrote {path}, {out / RESULTS_MD}, {out / RESULTS_JSON}")

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import click
 
 from themis.cli import defaults
 from themis.errors import ThemisError
+from themis.experiments.workloads import (
+    Variants,
+    generated_workload,
+    is_generated,
+    parse_generate,
+    parse_model_share,
+)
 from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
@@ -28,6 +35,9 @@ from themis.workload import (
 )
 from themis.workload.formats import format_names
 from themis.workload.profiles_file import load_profiles_file
+
+#: ``RunConfig.format`` of a ``generate:...`` workload (not a file format).
+GENERATED_FORMAT = "generated"
 
 
 @dataclass(frozen=True)
@@ -45,9 +55,15 @@ class RunConfig:
     profiles: str | None
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
+    variants: Variants = field(default_factory=Variants)
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
+
+    def with_seed(self, seed: int) -> RunConfig:
+        """The same run with another seed: model draw, generated workload, variants and
+        the policy's random choices all follow it."""
+        return replace(self, seed=seed)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -64,6 +80,7 @@ class RunConfig:
         if self.arrivals == ArrivalMode.INTERVAL.value:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
+        out.update(self.variants.to_dict())
         return out
 
 
@@ -103,14 +120,16 @@ def arrivals_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options to a click command (they arrive as keyword arguments)."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--trace",
             default=defaults.TRACE,
             show_default=True,
-            metavar="NAME|PATH",
+            metavar="NAME|PATH|generate:K=V,...",
             help="A bundled trace by name, or a trace file of any format themis reads "
-            "(themis, HyperDrive, Philly, Gavel, Tiresias, PAI, Helios; docs/traces.md).",
+            "(themis, HyperDrive, Philly, Gavel, Tiresias, PAI, Helios; docs/traces.md), "
+            "or a workload generated per seed: generate:jobs=1500,load=1.5 (keys jobs, "
+            "load, min_trials, max_trials of 'themis trace generate').",
         ),
         *trace_options(),
         click.option(
@@ -166,10 +185,46 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="PATH",
             help="Model profiles JSON (default: the bundled model_profiles.json).",
         ),
+        *variant_options(),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def variant_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """Workload variants (``themis.experiments.workloads.Variants``), applied after the
+    trace is read, drawn with the run's seed."""
+    return [
+        click.option(
+            "--gang-mix",
+            is_flag=True,
+            help="Resize each app's trials to one gang size drawn from Philly's mix (1 GPU "
+            "70%, 2 10%, 4 15%, 8 5%; sizes above one machine left out), same GPU-time.",
+        ),
+        click.option(
+            "--model-share",
+            default=None,
+            metavar="FAMILY=SHARE",
+            help="A SHARE (0..1) of the apps train a model whose name starts with FAMILY "
+            "(e.g. vgg=0.5), the others another model; same GPU-time.",
+        ),
+        click.option(
+            "--vgg-share",
+            type=float,
+            default=None,
+            metavar="S",
+            help="Shorthand for --model-share vgg=S (placement-sensitive apps).",
+        ),
+        click.option(
+            "--contention",
+            type=float,
+            default=1.0,
+            show_default=True,
+            metavar="X",
+            help="Apps arrive X times as often (arrivals compressed), same work.",
+        ),
+    ]
 
 
 def make_config(
@@ -185,6 +240,10 @@ def make_config(
     profiles: str | None,
     trace_format_name: str | None = None,
     app_gap: float = DEFAULT_APP_GAP,
+    gang_mix: bool = False,
+    model_share: str | None = None,
+    vgg_share: float | None = None,
+    contention: float = 1.0,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -202,6 +261,30 @@ def make_config(
         )
     if not (math.isfinite(app_gap) and app_gap >= 0):
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
+    variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
+    variants.check()
+    if is_generated(trace):
+        if trace_format_name is not None:
+            raise ThemisError("a generated workload has no file format", field="--format")
+        if arrivals == ArrivalMode.INTERVAL.value:
+            raise ThemisError(
+                "a generated workload arrives at its generated times", field="--arrivals"
+            )
+        parse_generate(trace, 1, seed)  # a bad spec fails now, before any run
+        return RunConfig(
+            trace,
+            cluster,
+            fairness_knob,
+            lease,
+            batch_window,
+            seed,
+            ArrivalMode.TRACE.value,
+            app_interval,
+            profiles,
+            GENERATED_FORMAT,
+            app_gap,
+            variants,
+        )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
     return RunConfig(
@@ -216,6 +299,7 @@ def make_config(
         profiles,
         fmt.value,
         app_gap,
+        variants,
     )
 
 
@@ -257,16 +341,22 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
     """The cluster and the workload, checked against each other before any run starts."""
     cluster = Cluster.from_spec(config.cluster)
     profiles, gpu_types = load_profiles_file(config.profiles)
-    workload = load_workload(
-        config.trace,
-        format=config.format,
-        profiles=profiles,
-        gpu_types=gpu_types,
-        seed=config.seed,
-        arrivals=config.arrivals,
-        app_interval=config.app_interval_s,
-        app_gap=config.app_gap_s,
-    )
+    if is_generated(config.trace):
+        workload = generated_workload(config.trace, cluster, profiles, config.seed)
+        if gpu_types:
+            workload.notes["gpu_types"] = gpu_types
+    else:
+        workload = load_workload(
+            config.trace,
+            format=config.format,
+            profiles=profiles,
+            gpu_types=gpu_types,
+            seed=config.seed,
+            arrivals=config.arrivals,
+            app_interval=config.app_interval_s,
+            app_gap=config.app_gap_s,
+        )
+    workload = config.variants.apply(workload, cluster, config.seed)
     check_fits(workload, cluster)
     return workload, cluster
 
@@ -275,10 +365,13 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
     """One line: what is about to run on what."""
     load = workload.offered_load(cluster.size)
     load_text = f"offered load {load:.2f}" if math.isfinite(load) else "offered load n/a"
+    contention = config.variants.contention
     if config.arrivals == ArrivalMode.INTERVAL.value:
-        when = f"one every {config.app_interval_s:g} s"
+        when = f"one every {config.app_interval_s / contention:g} s"
     else:
         when = "at trace times"
+    if contention != 1.0:
+        when += f" ({contention:g}x contention)"
     line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "

@@ -12,6 +12,10 @@ leases, one app every 9,000 s):
   trials resized to Philly's gang mix (with the trace's one-GPU trials placement could not
   matter).
 
+With several seeds (``--seeds``) every run is repeated per seed: the model draw of the
+trace, the variants' draws (gang sizes, which apps train VGG) and the policies' random
+choices all follow the seed, and tables show the median and the range over seeds.
+
 A sweep point equal to the main configuration is not run twice. Which policies each sweep
 includes is part of the experiment's definition below, chosen so the whole evaluation
 fits in ten minutes on two cores; ``docs/results.md`` reports what it measured.
@@ -19,7 +23,7 @@ fits in ten minutes on two cores; ``docs/results.md`` reports what it measured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from themis.experiments.runner import RunRequest
@@ -48,29 +52,34 @@ class Sweep:
     xlabel: str
     values: tuple[float, ...]
     policies: tuple[str, ...]
-    #: (workload, value, policy) -> the request of that point (label set by the experiment).
-    build: Callable[[Workload, float, str], RunRequest]
+    #: (workload, value, policy, seed) -> the request of that point (label set by the
+    #: experiment).
+    build: Callable[[Workload, float, str, int], RunRequest]
     note: str = ""
 
 
-def _request(workload: Workload, policy: str, options: PolicyOptions = BASE) -> RunRequest:
-    return RunRequest("", policy, workload, CLUSTER, options, DEFAULT_BATCH_WINDOW)
+def _request(
+    workload: Workload, policy: str, seed: int, options: PolicyOptions = BASE
+) -> RunRequest:
+    return RunRequest("", policy, workload, CLUSTER, replace(options, seed=seed),
+                      DEFAULT_BATCH_WINDOW)  # fmt: skip
 
 
 def sweeps(policies: Sequence[str]) -> list[Sweep]:
-    """The four sweeps; baselines not in ``policies`` (not registered) are left out."""
+    """The four sweeps; baselines not in ``policies`` (not registered) are left out, and a
+    sweep left with no policy is dropped (a table without columns says nothing)."""
 
     def keep(*names: str) -> tuple[str, ...]:
         return tuple(n for n in names if n in policies)
 
-    return [
+    every = [
         Sweep(
             "fairness_knob",
             "Fairness knob f",
             "fairness knob f",
             FAIRNESS_KNOBS,
             keep("themis"),
-            lambda w, v, p: _request(w, p, replace(BASE, fairness_knob=v)),
+            lambda w, v, p, s: _request(w, p, s, replace(BASE, fairness_knob=v)),
             "The worst ceil((1-f)n) apps bid; f = 0 lets every app bid (efficiency), "
             "f near 1 only the worst-off app (fairness).",
         ),
@@ -80,7 +89,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "lease (minutes)",
             LEASES_S,
             keep("themis", "ftf-oracle", "tiresias"),
-            lambda w, v, p: _request(w, p, replace(BASE, lease=v)),
+            lambda w, v, p, s: _request(w, p, s, replace(BASE, lease=v)),
             "The lease is Themis's grant length and the baselines' re-allocation quantum.",
         ),
         Sweep(
@@ -89,7 +98,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "arrivals compressed (x)",
             CONTENTION,
             keep("themis", "ftf-oracle", "tiresias", "gandiva", "optimus", "slaq", "max-min"),
-            lambda w, v, p: _request(compress_arrivals(w, v), p),
+            lambda w, v, p, s: _request(compress_arrivals(w, v), p, s),
             "Apps arrive 1x, 2x and 4x as often as in the main run (same apps, same work).",
         ),
         Sweep(
@@ -98,12 +107,15 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "share of apps training a VGG model",
             VGG_SHARES,
             keep("themis", "ftf-oracle", "tiresias", "gandiva", "max-min"),
-            lambda w, v, p: _request(with_model_share(with_gang_mix(w, max_gang=MAX_GANG), v), p),
+            lambda w, v, p, s: _request(
+                with_model_share(with_gang_mix(w, seed=s, max_gang=MAX_GANG), v, seed=s), p, s
+            ),
             "Trials resized to Philly's gang mix (1 GPU 70%, 2 GPUs 10%, 4 GPUs 15%, 8 GPUs "
             "5%, one size per app, same GPU-time); a share of apps switched to VGG models "
             "(same GPU-time), which lose 25-50% of their speed across machines.",
         ),
     ]
+    return [sweep for sweep in every if sweep.policies]
 
 
 def is_main_point(sweep: Sweep, value: float) -> bool:
@@ -120,40 +132,54 @@ def label(sweep: Sweep, value: float, policy: str) -> str:
     return f"{policy} @ {sweep.key}={value:g}"
 
 
+def seeded(name: str, seed: int, several: bool) -> str:
+    """A run's label: with several seeds each run's label names its seed."""
+    return f"{name} seed {seed}" if several else name
+
+
 @dataclass(frozen=True)
 class Plan:
     """Every run of the experiment, and where each sweep point's record comes from."""
 
+    #: the main comparison's runs, per seed in ``seeds`` order, policies in order
     main: list[RunRequest]
     sweeps: list[Sweep]
-    #: label of every run to do, main ones first
+    #: every run to do
     requests: list[RunRequest]
-    #: (sweep key, value, policy) -> label of the run that answers it
-    points: dict[tuple[str, float, str], str]
+    #: (sweep key, value, policy, seed) -> label of the run that answers it
+    points: dict[tuple[str, float, str, int], str]
+    seeds: tuple[int, ...] = (0,)
 
 
-def plan(workload: Workload, policies: Sequence[str]) -> Plan:
-    main = [replace(_request(workload, p), label=p) for p in policies]
+def plan(workloads: Mapping[int, Workload], policies: Sequence[str]) -> Plan:
+    """The experiment for each seed of ``workloads`` (seed -> that seed's workload)."""
+    several = len(workloads) > 1
+    main = [
+        replace(_request(w, p, s), label=seeded(p, s, several), params={"seed": s})
+        for s, w in workloads.items()
+        for p in policies
+    ]
     requests = list(main)
-    points: dict[tuple[str, float, str], str] = {}
+    points: dict[tuple[str, float, str, int], str] = {}
     chosen = sweeps(policies)
-    for sweep in chosen:
-        for value in sweep.values:
-            for policy in sweep.policies:
-                if is_main_point(sweep, value):
-                    points[(sweep.key, value, policy)] = policy
-                    continue
-                name = label(sweep, value, policy)
-                request = replace(
-                    sweep.build(workload, value, policy),
-                    label=name,
-                    params={sweep.key: value},
-                )
-                requests.append(request)
-                points[(sweep.key, value, policy)] = name
+    for seed, workload in workloads.items():
+        for sweep in chosen:
+            for value in sweep.values:
+                for policy in sweep.policies:
+                    if is_main_point(sweep, value):
+                        points[(sweep.key, value, policy, seed)] = seeded(policy, seed, several)
+                        continue
+                    name = seeded(label(sweep, value, policy), seed, several)
+                    request = replace(
+                        sweep.build(workload, value, policy, seed),
+                        label=name,
+                        params={sweep.key: value, "seed": seed},
+                    )
+                    requests.append(request)
+                    points[(sweep.key, value, policy, seed)] = name
     # Longest first: two workers finish soonest when the long runs do not start last.
     requests.sort(key=expected_cost, reverse=True)
-    return Plan(main, chosen, requests, points)
+    return Plan(main, chosen, requests, points, tuple(workloads))
 
 
 def expected_cost(request: RunRequest) -> float:

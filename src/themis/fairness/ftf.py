@@ -96,6 +96,34 @@ class RemainingWork:
         usable = min(count, self.demand)
         return max(gpu_seconds / usable, longest)
 
+    def time_on_share(self, share: float, cluster: SetShape) -> float:
+        """Seconds to finish holding a time share of ``share`` GPUs of ``cluster`` from now.
+
+        A share is GPU-time, not a GPU set: a gang larger than the share still runs, in
+        turns, at its best placement in the cluster. This is the fluid 1/N share a starving
+        app is promised (see ``starving_rho``); it is inf only if some gang cannot run on the
+        cluster at all or the share is 0."""
+        if self.empty:
+            return 0.0
+        if share <= 0:
+            return math.inf
+        gpu_seconds = 0.0
+        longest = 0.0
+        for gang, seconds, most in self.gangs:
+            if gang <= cluster.machine_max:
+                factor = 1.0
+            elif gang <= cluster.rack_max:
+                factor = self.cross_machine
+            elif gang <= cluster.count:
+                factor = self.cross_rack
+            else:
+                return math.inf
+            gpu_seconds += seconds / factor
+            longest = max(longest, most / (gang * factor))
+        if gpu_seconds == 0.0:
+            return 0.0
+        return max(gpu_seconds / min(share, self.demand), longest)
+
 
 def t_cluster(
     profile: ModelProfile, remaining_by_gang: dict[int, GangWork], cluster_shape: SetShape
@@ -114,6 +142,26 @@ def rho(
     if t_id <= 0:
         return 1.0 if t_sh <= 0 else RHO_MAX
     return min(t_sh / t_id, RHO_MAX)
+
+
+def starving_rho(
+    now: float,
+    arrival: float,
+    work: RemainingWork,
+    cluster: SetShape,
+    active_apps: int,
+    t_cluster_s: float,
+    n_avg: float,
+) -> float:
+    """A finite rho for an app that cannot run on what it holds (T_sh is infinite).
+
+    It is the rho the app would reach if, from now on, it held a fair 1/N time share of the
+    cluster (N: the apps active now). The wait so far counts in full, so the value grows
+    with the wait: the longer an app has starved, the worse it ranks and the more a win is
+    worth to it, and two starving apps are told apart by how long they waited and how much
+    they have left, never tied at one constant."""
+    share = cluster.count / max(active_apps, 1)
+    return rho(now, arrival, work.time_on_share(share, cluster), t_cluster_s, n_avg)
 
 
 def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float) -> float:

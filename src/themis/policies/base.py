@@ -72,6 +72,11 @@ class PolicyOptions:
     fairness_knob: float = 0.8
     seed: int = 0
     max_menu: int = 32
+    #: Themis: how long a reservation for a waiting gang may hold GPUs idle (None: one
+    #: lease; 0: no reservations). See docs/gangs.md.
+    reservation_bound: float | None = None
+    #: Themis: align lease ends to multiples of this many seconds (0: not aligned).
+    lease_align: float = 0.0
 
 
 class Policy(ABC):
@@ -84,6 +89,16 @@ class Policy(ABC):
     @abstractmethod
     def schedule(self, view: SchedulingView) -> Schedule:
         """The full set of jobs that run after this round."""
+
+    def report(self) -> dict[str, float]:
+        """Figures of the policy's own mechanism for the run's summary (e.g. the idle
+        GPU-time its reservations cost); empty for policies with nothing to add."""
+        return {}
+
+    def held_idle(self) -> list[tuple[float, float, tuple[int, ...]]]:
+        """(from, to, GPUs) wherever the policy kept free GPUs idle on purpose (Themis's
+        reservations), so that checks of work conservation can tell them from waste."""
+        return []
 
     @staticmethod
     def keep_running(view: SchedulingView) -> Schedule:

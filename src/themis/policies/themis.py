@@ -26,9 +26,25 @@ class ThemisPolicy(Policy):
                 self.options.lease,
                 random.Random(self.options.seed),
                 self.options.max_menu,
+                self.options.reservation_bound,
+                self.options.lease_align,
             )
         return self._arbiter.run_round(view)
+
+    def report(self) -> dict[str, float]:
+        if self._arbiter is None:
+            return {}
+        book = self._arbiter.reservations
+        return {
+            "reservations": float(book.made),
+            "reservations_fulfilled": float(book.fulfilled),
+            "reservations_expired": float(book.expired),
+            "reserved_idle_gpu_hours": book.idle_gpu_seconds / 3600.0,
+        }
 
     @property
     def arbiter(self) -> Arbiter | None:
         return self._arbiter
+
+    def held_idle(self) -> list[tuple[float, float, tuple[int, ...]]]:
+        return [] if self._arbiter is None else list(self._arbiter.reservations.withheld)

@@ -26,7 +26,20 @@ APPS_FILE = "apps.csv"
 ALLOCATIONS_FILE = "allocations.csv"
 COMPARISON_FILE = "comparison.json"
 
-APPS_COLUMNS = ("app_id", "arrival_s", "finish_s", "completion_s", "t_cluster_s", "n_avg", "rho")
+#: The first seven are the fairness arithmetic; ``model``, ``gangs`` and ``wait_s`` come
+#: last so that readers of the older seven-column file keep working.
+APPS_COLUMNS = (
+    "app_id",
+    "arrival_s",
+    "finish_s",
+    "completion_s",
+    "t_cluster_s",
+    "n_avg",
+    "rho",
+    "model",
+    "gangs",
+    "wait_s",
+)
 ALLOCATIONS_COLUMNS = ("start_s", "end_s", "app_id", "job_id", "gpus")
 
 
@@ -68,6 +81,9 @@ def write_apps_csv(path: Path, rows: Iterable[AppRow]) -> None:
                     _float(r.t_cluster_s),
                     _float(r.n_avg),
                     _float(r.rho),
+                    r.model,
+                    r.gangs,
+                    _float(r.wait_s),
                 ]
             )
 

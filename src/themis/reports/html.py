@@ -1,17 +1,20 @@
-"""A self-contained ``report.html``: tables and PNG figures inlined as data URIs.
+"""A self-contained ``report.html``: tables, and SVG figures inlined in the page.
 
 One file with nothing beside it can be mailed, attached to an issue or opened from a CI
-artifact, and still shows every figure; no template engine is needed for a page this
-plain, and every value is escaped.
+artifact, and still shows every figure; inline SVG is crisp at any zoom and its text is
+found by the browser's search. No template engine is needed for a page this plain, and
+every value is escaped. Tables marked sortable sort on a click on their header, by a few
+lines of inline script (numbers as numbers); without script they stay in the order
+written (worst first).
 """
 
 from __future__ import annotations
 
-import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from themis.reports.files import ensure_dir
 from themis.reports.metrics import RunSummary
@@ -27,9 +30,39 @@ table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: #f3f3f3; }
-figure { margin: 1.5em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; display: block; }
 figcaption { font-size: 0.9em; color: #555; }
+table.text td { text-align: left; }
+table.sortable th { cursor: pointer; } table.sortable th:hover { background: #e6e6e6; }
+details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #244; }
 .meta { color: #555; font-size: 0.9em; } code { background: #f5f5f5; padding: 0 0.2em; }
+"""
+
+#: Sorts a ``table.sortable`` by the clicked column (again: the other way). A column whose
+#: cells all read as numbers ("1,234", "0.82", "3.5 h", "12%") sorts numerically.
+_SCRIPT = r"""
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("thead th").forEach(function (th, col) {
+    th.title = "sort";
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.from(body.rows);
+      var num = /^-?[0-9][0-9,]*(\.[0-9]+)?(e[-+]?[0-9]+)?( ?[a-z%]+)?$/i;
+      var text = function (r) { return r.cells[col].textContent.trim(); };
+      var numeric = rows.every(function (r) { return num.test(text(r)); });
+      var dir = th.dataset.dir === "desc" ? 1 : -1;
+      th.dataset.dir = dir === 1 ? "asc" : "desc";
+      rows.sort(function (a, b) {
+        if (numeric) {
+          return dir * (parseFloat(text(a).replace(/,/g, "")) -
+                        parseFloat(text(b).replace(/,/g, "")));
+        }
+        return dir * text(a).localeCompare(text(b));
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
 """
 
 
@@ -38,11 +71,19 @@ class Table:
     header: Sequence[str]
     rows: Sequence[Sequence[str]]
     caption: str = ""
+    #: Sort on a click on a header (per-app tables).
+    sortable: bool = False
+    #: If set, the table is folded under this summary line (long per-app tables).
+    folded: str = ""
+    #: Numbers are right-aligned; a table of text (the configuration) reads left-aligned.
+    text: bool = False
 
 
 @dataclass(frozen=True)
 class Figure:
-    png: bytes
+    """An inline ``<svg>`` element (``plots.to_svg``) and its caption."""
+
+    svg: str
     caption: str
 
 
@@ -64,24 +105,36 @@ def summary_rows_table(
     return Table(header, rows, caption)
 
 
+def config_table(config: Mapping[str, Any], caption: str = "Configuration") -> Table:
+    """A run's options as a two-column table (``None`` shown as "default")."""
+    rows = [[str(k), "default" if v is None else str(v)] for k, v in config.items()]
+    return Table(["option", "value"], rows, caption, text=True)
+
+
 def _table(table: Table) -> str:
     e = html.escape
-    parts = ["<table>"]
+    classes = " ".join(c for c, on in (("sortable", table.sortable), ("text", table.text)) if on)
+    parts = [f'<table class="{classes}">' if classes else "<table>"]
     if table.caption:
         parts.append(f"<caption>{e(table.caption)}</caption>")
     parts.append("<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in table.header) + "</tr>")
     parts.append("</thead><tbody>")
     for row in table.rows:
-        parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
+        # A newline in a cell (a median over its range) is a line break.
+        cells = (e(str(c)).replace("\n", "<br>") for c in row)
+        parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")
-    return "".join(parts)
+    text = "".join(parts)
+    if table.folded:
+        return f"<details><summary>{e(table.folded)}</summary>{text}</details>"
+    return text
 
 
 def _figure(figure: Figure) -> str:
-    data = base64.b64encode(figure.png).decode("ascii")
+    # The SVG comes from matplotlib, not from user input; its text is escaped there.
     caption = html.escape(figure.caption)
     return (
-        f'<figure><img alt="{caption}" src="data:image/png;base64,{data}">'
+        f'<figure role="img" aria-label="{caption}">{figure.svg}'
         f"<figcaption>{caption}</figcaption></figure>"
     )
 
@@ -96,11 +149,16 @@ def render(title: str, meta: Sequence[str], sections: Sequence[Section]) -> str:
             body.extend(f"<p>{e(p)}</p>" for p in section.text.split("\n\n"))
         body.extend(_table(t) for t in section.tables)
         body.extend(_figure(f) for f in section.figures)
+    script = (
+        f"<script>{_SCRIPT}</script>"
+        if any(t.sortable for section in sections for t in section.tables)
+        else ""
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>\n"
         + "\n".join(body)
-        + "\n</body></html>\n"
+        + f"\n{script}</body></html>\n"
     )
 
 

@@ -6,7 +6,7 @@ from themis.reports.html import Table
 
 
 def _cell(value: object) -> str:
-    return str(value).replace("|", "\\|")
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(table: Table) -> str:

@@ -6,7 +6,9 @@ code. Nothing here reads a clock or a file: a summary is a function of the resul
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,7 +18,12 @@ from themis.simulator.engine import SimulationResult
 
 @dataclass(frozen=True)
 class AppRow:
-    """One app's outcome; ``rho`` is ``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)``."""
+    """One app's outcome; ``rho`` is ``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)``.
+
+    ``model``, ``gangs`` and ``wait_s`` are what a user reads when an app's rho is bad:
+    which model it trains, how big its gangs are (``gang_text``), and how long it waited
+    from arrival to its first GPU.
+    """
 
     app_id: str
     arrival_s: float
@@ -25,6 +32,9 @@ class AppRow:
     t_cluster_s: float
     n_avg: float
     rho: float
+    model: str = ""
+    gangs: str = ""
+    wait_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -44,15 +54,44 @@ class RunSummary:
     placement_score: float
     offered_load: float
     rounds: int
+    #: Percentiles of rho over apps (linear interpolation between order statistics).
+    rho_p50: float = 1.0
+    rho_p90: float = 1.0
+    rho_p99: float = 1.0
+    #: Apps that finished later than on their private 1/N cluster (rho > 1), and their share.
+    apps_rho_over_1: int = 0
+    share_rho_over_1: float = 0.0
+
+
+def gang_text(gangs: Sequence[int]) -> str:
+    """Gang sizes as ``GxN`` groups, largest gang first: ``8x20`` is twenty 8-GPU trials,
+    ``4x2 1x3`` two 4-GPU and three 1-GPU ones; empty for an app without jobs."""
+    counts = Counter(gangs)
+    return " ".join(f"{g}x{counts[g]}" for g in sorted(counts, reverse=True))
+
+
+def first_gpu_times(result: SimulationResult) -> dict[str, float]:
+    """When each app first held a GPU, from the run's allocation intervals (apps that
+    never held one are absent): derived here so the simulator records nothing extra."""
+    first: dict[str, float] = {}
+    for interval in result.intervals:
+        known = first.get(interval.app_id)
+        if known is None or interval.start < known:
+            first[interval.app_id] = interval.start
+    return first
 
 
 def app_rows(result: SimulationResult) -> list[AppRow]:
     """One row per app, in the order the simulator admitted them (arrival order)."""
+    first = first_gpu_times(result)
     rows = []
     for app in result.apps:
         if app.finish is None:
             raise AssertionError(f"app {app.app_id} has no finish time in a finished run")
         n_avg = result.n_avg[app.app_id]
+        spec = app.spec
+        # An app that never held a GPU (no work) waited until it finished.
+        started = first.get(app.app_id, app.finish)
         rows.append(
             AppRow(
                 app.app_id,
@@ -62,9 +101,25 @@ def app_rows(result: SimulationResult) -> list[AppRow]:
                 app.t_cluster,
                 n_avg,
                 posthoc_rho(app.arrival, app.finish, app.t_cluster, n_avg),
+                spec.model,
+                gang_text([j.gang for j in spec.jobs]),
+                started - app.arrival,
             )
         )
     return rows
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile (0-100) with linear interpolation between the closest
+    order statistics (numpy's default): well defined for any non-empty sample, and
+    p50 is the median."""
+    if not values:
+        raise ValueError("a percentile of no values is undefined")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * p / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def jain_index(values: Sequence[float]) -> float:
@@ -94,6 +149,7 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
         if interval.best_span:
             best_seconds += held
     capacity = result.cluster.size * makespan
+    over = sum(1 for rho in rhos if rho > 1.0)
     return RunSummary(
         policy=result.policy,
         apps=len(rows),
@@ -108,4 +164,9 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
         placement_score=best_seconds / gpu_seconds if gpu_seconds > 0 else 1.0,
         offered_load=result.workload.offered_load(result.cluster.size),
         rounds=result.rounds,
+        rho_p50=percentile(rhos, 50),
+        rho_p90=percentile(rhos, 90),
+        rho_p99=percentile(rhos, 99),
+        apps_rho_over_1=over,
+        share_rho_over_1=over / len(rhos),
     )

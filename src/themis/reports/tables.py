@@ -15,30 +15,35 @@ from rich.table import Table
 from themis.reports.metrics import RunSummary
 
 
-def _hours(seconds: float) -> str:
+def show_hours(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
-def _ratio(value: float) -> str:
+def show_ratio(value: float) -> str:
     return f"{value:.2f}" if math.isfinite(value) else "n/a"
 
 
-def _percent(value: float) -> str:
+def show_percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
 #: (label, how to show it) per metric, in display order.
 ROWS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
     ("apps / jobs", lambda s: f"{s.apps:,} / {s.jobs:,}"),
-    ("max rho", lambda s: _ratio(s.max_rho)),
+    ("max rho", lambda s: show_ratio(s.max_rho)),
     ("Jain's index (rho)", lambda s: f"{s.jain_rho:.3f}"),
-    ("mean completion", lambda s: _hours(s.mean_completion_s)),
-    ("median completion", lambda s: _hours(s.median_completion_s)),
-    ("makespan", lambda s: _hours(s.makespan_s)),
+    (
+        "rho p50 / p90 / p99",
+        lambda s: f"{show_ratio(s.rho_p50)} / {show_ratio(s.rho_p90)} / {show_ratio(s.rho_p99)}",
+    ),
+    ("apps with rho > 1", lambda s: f"{s.apps_rho_over_1:,} ({show_percent(s.share_rho_over_1)})"),
+    ("mean completion", lambda s: show_hours(s.mean_completion_s)),
+    ("median completion", lambda s: show_hours(s.median_completion_s)),
+    ("makespan", lambda s: show_hours(s.makespan_s)),
     ("GPU-hours used", lambda s: f"{s.gpu_hours:,.0f}"),
-    ("utilization", lambda s: _percent(s.utilization)),
-    ("placement score", lambda s: _percent(s.placement_score)),
-    ("offered load", lambda s: _ratio(s.offered_load)),
+    ("utilization", lambda s: show_percent(s.utilization)),
+    ("placement score", lambda s: show_percent(s.placement_score)),
+    ("offered load", lambda s: show_ratio(s.offered_load)),
     ("rounds", lambda s: f"{s.rounds:,}"),
 )
 
@@ -63,6 +68,7 @@ MAX_COLUMNS = 4
 _SHORT = {
     "max rho": "max rho",
     "Jain's index (rho)": "Jain",
+    "apps with rho > 1": "rho > 1",
     "mean completion": "mean compl.",
     "median completion": "median compl.",
     "makespan": "makespan",
@@ -82,7 +88,8 @@ def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Tab
         raise ValueError("no summaries to show")
     first = summaries[0]
     caption = (
-        f"{first.apps:,} apps / {first.jobs:,} jobs, offered load {_ratio(first.offered_load)}; "
+        f"{first.apps:,} apps / {first.jobs:,} jobs, "
+        f"offered load {show_ratio(first.offered_load)}; "
         "placed = share of GPU-time at the best span"
     )
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")

@@ -1,0 +1,168 @@
+"""``themis compare``: several policies on one workload, over one seed or several.
+
+With ``--seeds`` every policy runs once per seed, each seed on its own draw of the
+workload (``RunConfig.with_seed``); the table shows the median and the range (min-max)
+per metric, the runs' files go to ``OUT/seed<s>/<policy>/``. Matplotlib is imported only
+when a report is asked for, so that the command line starts fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from themis.cli import defaults
+from themis.cli.progress import QUIET
+from themis.cli.run_options import (
+    RunConfig,
+    describe,
+    load_inputs,
+    make_config,
+    parse_policies,
+    run_options,
+    workers_option,
+)
+from themis.cli.runs import print_table, request, run
+from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
+from themis.experiments.runner import RunRequest
+from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
+from themis.reports.record import RunRecord
+from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
+from themis.reports.tables import comparison_table
+
+
+@click.command(short_help="Replay a trace under several policies, one table.")
+@click.option(
+    "--policies",
+    default=None,
+    metavar="A,B,...",
+    help=f"Comma-separated policies  [default: all registered, {defaults.POLICY} first]",
+)
+@run_options
+@seeds_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help=f"Output directory  [default: {defaults.OUT_DIR}/compare]",
+)
+@click.option(
+    "--report",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write DIR/report.html: the table and plots, one self-contained file.",
+)
+@workers_option
+@QUIET
+def compare(
+    policies: str | None,
+    seeds: str | None,
+    out: Path | None,
+    report: Path | None,
+    workers: int | None,
+    quiet: bool,
+    **options: Any,
+) -> None:
+    """Replay one workload under several policies; print one table and write each run to
+    OUT/<policy>/ (with --seeds: OUT/seed<s>/<policy>/) plus OUT/comparison.json."""
+    config = make_config(**options)
+    names = parse_policies(policies, "--policies")
+    seed_list = parse_seeds(seeds, seed_on_command_line())
+    out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
+    configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
+    requests: list[RunRequest] = []
+    lines = []
+    for seeded in configs:
+        workload, cluster = load_inputs(seeded)
+        line = describe(workload, cluster, seeded)
+        if seed_list is None:
+            requests += [request(n, workload, seeded, out_dir / n) for n in names]
+        else:
+            line = f"seed {seeded.seed}: {line}"
+            where = out_dir / f"seed{seeded.seed}"
+            requests += [
+                request(n, workload, seeded, where / n, f"{n} seed {seeded.seed}") for n in names
+            ]
+        lines.append(line)
+        click.echo(line)
+    ensure_dir(out_dir)
+    if report is not None:
+        ensure_dir(report)
+    records = run(requests, workers, quiet, "policies" if seed_list is None else "runs")
+    if seed_list is None:
+        _one_seed(config, records, out_dir)
+    else:
+        _seeds(config, seed_list, requests, records, out_dir)
+    click.echo(f"wrote {out_dir}/")
+    if report is not None:
+        path = _report(report, config, seed_list, requests, records, lines)
+        click.echo(f"wrote {path}")
+
+
+def _one_seed(config: RunConfig, records: list[RunRecord], out_dir: Path) -> None:
+    summaries = [r.summary for r in records]
+    write_json(
+        out_dir / COMPARISON_FILE,
+        {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]},
+    )
+    print_table(comparison_table(summaries))
+
+
+def _seeds(
+    config: RunConfig,
+    seed_list: list[int],
+    requests: list[RunRequest],
+    records: list[RunRecord],
+    out_dir: Path,
+) -> None:
+    grouped = by_policy([(q.policy, r.summary) for q, r in zip(requests, records, strict=True)])
+    settings = {k: v for k, v in config.to_dict().items() if k != "seed"}
+    write_json(
+        out_dir / COMPARISON_FILE,
+        {
+            "config": {**settings, "seeds": seed_list},
+            "runs": [
+                {"seed": q.params["seed"], **summary_dict(r.summary)}
+                for q, r in zip(requests, records, strict=True)
+            ],
+            "aggregate": aggregate_dict(grouped),
+        },
+    )
+    seeds = ", ".join(map(str, seed_list))
+    print_table(seeds_table(grouped, f"median (min-max) over seeds {seeds}"))
+
+
+def _report(
+    report: Path,
+    config: RunConfig,
+    seed_list: list[int] | None,
+    requests: list[RunRequest],
+    records: list[RunRecord],
+    lines: list[str],
+) -> Path:
+    # Imported here: matplotlib takes a second to import, and only reports need it.
+    from themis.reports.comparison import (
+        apps_section,
+        comparison_figures,
+        seeds_section,
+        single,
+    )
+    from themis.reports.html import Section, config_table, summary_rows_table, write_report
+
+    settings = config.to_dict()
+    if seed_list is None:
+        groups = single(records)
+        table = summary_rows_table([r.summary for r in records])
+        main = Section("Comparison", "", [table], comparison_figures(groups))
+    else:
+        settings = {**{k: v for k, v in settings.items() if k != "seed"}, "seeds": seed_list}
+        groups = {}
+        for q, r in zip(requests, records, strict=True):
+            groups.setdefault(q.policy, []).append((int(q.params["seed"]), r))
+        main = seeds_section(groups, "Comparison")
+    setup = Section("Configuration", "", [config_table(settings, "")])
+    return write_report(
+        report, "Themis: policy comparison", lines, [setup, main, apps_section(groups)]
+    )
