@@ -45,6 +45,7 @@ class RunConfig:
     profiles: str | None
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
+    throughputs: str | None = None
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
@@ -64,6 +65,8 @@ class RunConfig:
         if self.arrivals == ArrivalMode.INTERVAL.value:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
+        if self.throughputs is not None:
+            out["throughputs"] = self.throughputs
         return out
 
 
@@ -86,6 +89,13 @@ def trace_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
             metavar="SECONDS",
             help="Traces with users only (Philly, Helios, PAI): a pause longer than this "
             "between a user's submissions starts a new app.",
+        ),
+        click.option(
+            "--throughputs",
+            default=None,
+            metavar="FILE",
+            help="Gavel traces only: Gavel's throughput JSON; each job then runs "
+            "total_steps / its v100 throughput seconds, as Gavel intended.",
         ),
     ]
 
@@ -185,6 +195,7 @@ def make_config(
     profiles: str | None,
     trace_format_name: str | None = None,
     app_gap: float = DEFAULT_APP_GAP,
+    throughputs: str | None = None,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -216,6 +227,7 @@ def make_config(
         profiles,
         fmt.value,
         app_gap,
+        throughputs,
     )
 
 
@@ -266,6 +278,7 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
         arrivals=config.arrivals,
         app_interval=config.app_interval_s,
         app_gap=config.app_gap_s,
+        throughputs=config.throughputs,
     )
     check_fits(workload, cluster)
     return workload, cluster
