@@ -30,7 +30,18 @@ def rows(layout: int) -> str:
     out = []
     for job_type, steps, scale, arrival in JOBS:
         if layout == 10:
-            cells = [job_type, CMD, "imagenet", "--num_minibatches", "1", steps, scale, 1, -1, arrival]
+            cells = [
+                job_type,
+                CMD,
+                "imagenet",
+                "--num_minibatches",
+                "1",
+                steps,
+                scale,
+                1,
+                -1,
+                arrival,
+            ]
         elif layout == 9:
             cells = [job_type, CMD, "--num_minibatches", "1", steps, scale, 1, -1, arrival]
         elif layout == 7:
@@ -71,7 +82,9 @@ def test_a_first_line_of_no_layout_names_the_missing_field(
     err = caught.value
     assert (err.line, err.field) == (1, field)
     assert err.message.startswith("expected 6, 7, 9 or 10 tab-separated fields")
-    assert err.message.endswith(f"got {fields}" + (" (is it tab-separated?)" if fields == 1 else ""))
+    assert err.message.endswith(
+        f"got {fields}" + (" (is it tab-separated?)" if fields == 1 else "")
+    )
 
 
 def test_a_later_line_must_keep_the_first_lines_layout(tmp_path: Path) -> None:
@@ -153,12 +166,16 @@ def test_a_bad_throughput_entry_names_its_line_and_key(tmp_path: Path) -> None:
     err = caught.value
     assert err.source == str(path)
     assert err.field == f"v100.('{LM}', 1).null"
-    assert path.read_text().splitlines()[err.line - 1].strip().startswith(f'"(\'{LM}\', 1)"')
+    assert path.read_text().splitlines()[err.line - 1].strip().startswith(f"\"('{LM}', 1)\"")
 
 
 def test_throughputs_on_another_format_is_refused(tmp_path: Path) -> None:
-    csv = write(tmp_path, "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-                "1,1,0,0,resnet50,60,0\n", "t.csv")
+    csv = write(
+        tmp_path,
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,1,0,0,resnet50,60,0\n",
+        "t.csv",
+    )
     with pytest.raises(ThemisError) as caught:
         load_workload(str(csv), throughputs=str(throughputs_file(tmp_path, {"v100": {}})))
     assert caught.value.field == "--throughputs"

@@ -85,10 +85,7 @@ def layout_of(cells: list[str], source: str, line: int) -> tuple[str, ...]:
     if fields is not None:
         return fields
     larger = [n for n in sorted(LAYOUTS) if n > len(cells)]
-    if larger:
-        name = LAYOUTS[larger[0]][len(cells)]
-    else:
-        name = f"after {FIELDS[-1]}"
+    name = LAYOUTS[larger[0]][len(cells)] if larger else f"after {FIELDS[-1]}"
     hint = " (is it tab-separated?)" if len(cells) == 1 else ""
     raise ThemisError(
         f"expected {_counts()} tab-separated fields (Gavel's layouts), got {len(cells)}{hint}",
