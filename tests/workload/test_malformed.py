@@ -149,7 +149,7 @@ CASES = [
     ("tiresias_extra_field.csv", None, 3, "after interval", "expected 7 fields, got 8"),
     ("tiresias_fractional_gpu.csv", None, 2, "num_gpu", "'1.5' is not a whole number"),
     ("tiresias_missing_column.csv", None, 1, "duration", "missing column(s) duration"),
-    ("tiresias_negative_gpu.csv", None, 2, "num_gpu", "must be >= 1, got -1"),
+    ("tiresias_negative_gpu.csv", None, 2, "num_gpu", "must be >= 0, got -1"),
     ("unknown_format.txt", None, 1, None, "cannot tell the trace format from its co"),
 ]
 
