@@ -19,6 +19,7 @@ from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.simulator.engine import check_fits
+from themis.units import gpu_hours_text
 from themis.workload import (
     DEFAULT_APP_GAP,
     ArrivalMode,
@@ -294,7 +295,7 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when = "at trace times"
     line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
-        f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "
+        f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )
     excluded = workload.notes.get("excluded")
