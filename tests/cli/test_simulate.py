@@ -79,7 +79,11 @@ def test_prints_workload_line_and_summary_table(cli, tiny_trace: Path, tmp_path:
     for fragment in ("tiny.csv", "3 apps", "5 jobs", "GPU-hours", "offered load", "1x1x4"):
         assert fragment in first
     assert "max rho" in result.out and "fifo" in result.out
-    assert result.err == ""  # no progress bar when stderr is not a terminal
+    # Not a terminal: no bar, only plain progress lines (here the closing one).
+    assert result.err.splitlines() == [
+        line for line in result.err.splitlines() if line.startswith("themis: run ")
+    ]
+    assert "\x1b" not in result.err
 
 
 def test_default_output_dir_is_out_slash_policy(
