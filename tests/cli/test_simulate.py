@@ -80,9 +80,9 @@ def test_prints_workload_line_and_summary_table(cli, tiny_trace: Path, tmp_path:
         assert fragment in first
     assert "max rho" in result.out and "fifo" in result.out
     # Not a terminal: no bar, only plain progress lines (here the closing one).
-    assert result.err.splitlines() == [
-        line for line in result.err.splitlines() if line.startswith("themis: run ")
-    ]
+    lines = result.err.splitlines()
+    assert lines and all(line.startswith("themis: run ") for line in lines), result.err
+    assert lines[-1].startswith("themis: run 1/1, ")
     assert "\x1b" not in result.err
 
 
