@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import cast
 
 from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
@@ -134,10 +135,11 @@ class Arbiter:
             trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n),
             units=lambda app_id, b: agents[app_id].units(b),
         )
-        leftover = set(outcome.leftover)
+        # The auction is generic over hashable GPU ids; the arbiter offers ints.
+        leftover = set(cast("tuple[int, ...]", outcome.leftover))
         planned: set[int] = {id(j) for j in schedule}
         for app in offered:
-            granted = outcome.apps[app.app_id].granted
+            granted = cast("tuple[int, ...]", outcome.apps[app.app_id].granted)
             if not granted:
                 continue
             plan, unused = assign_jobs(self.cluster, app, [*kept[app.app_id], *granted], now)

@@ -114,7 +114,7 @@ def arrivals_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared options to a click command (they arrive as keyword arguments)."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--trace",
             default=defaults.TRACE,
