@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from themis.cli import defaults
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
@@ -20,17 +19,17 @@ from themis.cli.run_options import (
     run_options,
     workers_option,
 )
-from themis.experiments.runner import RunRequest, run_many
-from themis.model.workload import Workload
-from themis.reports import RunSummary
-from themis.reports.comparison import comparison_section
-from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
-from themis.reports.html import write_report
-from themis.reports.record import RunRecord
-from themis.reports.tables import comparison_table
+
+if TYPE_CHECKING:  # the runner and the reports (numpy, matplotlib) load when a run starts
+    from themis.experiments.runner import RunRequest
+    from themis.model.workload import Workload
+    from themis.reports import RunSummary
+    from themis.reports.record import RunRecord
 
 
 def _request(policy: str, workload: Workload, config: RunConfig, out_dir: Path) -> RunRequest:
+    from themis.experiments.runner import RunRequest
+
     return RunRequest(
         policy,
         policy,
@@ -46,6 +45,8 @@ def _request(policy: str, workload: Workload, config: RunConfig, out_dir: Path) 
 def _run(
     requests: list[RunRequest], workers: int | None, quiet: bool, what: str
 ) -> list[RunRecord]:
+    from themis.experiments.runner import run_many
+
     with progress_bar(not quiet) as progress:
         return run_many(requests, workers, RunsProgress(progress, len(requests), what))
 
@@ -55,6 +56,10 @@ _PIPE_WIDTH = 120
 
 
 def _print_table(summaries: list[RunSummary]) -> None:
+    from rich.console import Console
+
+    from themis.reports.tables import comparison_table
+
     console = Console(highlight=False)
     if not console.is_terminal:
         console.width = _PIPE_WIDTH
@@ -82,6 +87,7 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     config = make_config(**options)
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
+    from themis.reports.files import ensure_dir  # after the checks: errors stay quick
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
     ensure_dir(out_dir)
     click.echo(describe(workload, cluster, config))
@@ -125,6 +131,7 @@ def compare(
     config = make_config(**options)
     names = parse_policies(policies, "--policies")
     workload, cluster = load_inputs(config)
+    from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     ensure_dir(out_dir)
     if report is not None:
@@ -140,6 +147,9 @@ def compare(
     _print_table(summaries)
     click.echo(f"wrote {out_dir}/")
     if report is not None:
+        from themis.reports.comparison import comparison_section  # matplotlib
+        from themis.reports.html import write_report
+
         meta = [describe(workload, cluster, config), f"configuration: {config.to_dict()}"]
         section = comparison_section(records, "Comparison")
         path = write_report(report, "Themis: policy comparison", meta, [section])
