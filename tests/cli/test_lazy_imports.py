@@ -15,13 +15,13 @@ from themis.cli.main import LAZY_COMMANDS, cli
 
 HEAVY = ("numpy", "scipy", "matplotlib", "jsonschema", "ray", "pandas")
 
-PROBE = """
+PROBE = f"""
 import json, sys
 from themis.cli.main import run
 code = run(sys.argv[1:])
-heavy = sorted({m.split('.')[0] for m in sys.modules} & set(%r))
+heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))
 print(json.dumps([code, heavy]))
-""" % (HEAVY,)
+"""
 
 
 def imported(*args: str) -> tuple[int, list[str]]:

@@ -88,6 +88,7 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
     from themis.reports.files import ensure_dir  # after the checks: errors stay quick
+
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
     ensure_dir(out_dir)
     click.echo(describe(workload, cluster, config))
@@ -132,6 +133,7 @@ def compare(
     names = parse_policies(policies, "--policies")
     workload, cluster = load_inputs(config)
     from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
+
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     ensure_dir(out_dir)
     if report is not None:
