@@ -1,4 +1,4 @@
-"""One round of the Themis arbiter (DESIGN §5): the mechanism, step by step.
+"""One round of the Themis arbiter (docs/design.md §5): the mechanism, step by step.
 
 1. visibility: every active app with unmet demand reports its rho with what it holds now
    (leases ending in this round included; its bid's "nothing" is what it keeps);

@@ -24,7 +24,7 @@ from themis.workload.formats import gang_field
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 
-#: Grant ends this close (seconds) are batched into one round by default (DESIGN §5): a
+#: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
 #: round then holds several apps' GPUs at once instead of one lease at a time.
 DEFAULT_BATCH_WINDOW = 30.0
 
