@@ -161,6 +161,12 @@ def render(summary: TraceSummary) -> str:
             first = firsts.get(reason)
             parts.append(f"{reason} {count:,}" + (f" (first: line {first})" if first else ""))
         lines.append(f"  rows excluded: {sum(excluded.values()):,}: " + ", ".join(parts))
+    throughputs = notes.get("throughputs")
+    if isinstance(throughputs, dict):
+        lines.append(
+            f"  work: total_steps / Gavel throughput on {throughputs.get('worker')} "
+            f"({throughputs.get('file')})"
+        )
     if notes.get("ignored_columns"):
         lines.append("  columns ignored: " + ", ".join(notes["ignored_columns"]))
     models = notes.get("models", {})
