@@ -44,6 +44,8 @@ def imported(*args: str) -> tuple[int, list[str]]:
         (["compare", "--policies", "themis,nope"], 2),
         (["trace", "inspect", "missing.csv"], 2),
         (["auction", "missing.json"], 2),
+        (["experiment", "paper", "--policies", "nope"], 2),
+        (["status", "--help"], 0),
         (["simulte"], 2),
     ],
 )

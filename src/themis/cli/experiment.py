@@ -11,10 +11,6 @@ from themis.cli import defaults
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import parse_policies, workers_option
 from themis.errors import ThemisError
-from themis.experiments.paper import CLUSTER, plan
-from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
-from themis.experiments.runner import default_workers, run_many
-from themis.workload import load_workload
 
 
 @click.group(short_help="Run a predefined experiment (the paper's evaluation).")
@@ -52,6 +48,13 @@ def paper(out: Path, policies: str | None, workers: int | None, seed: int, quiet
     placement-sensitive apps. Writes OUT/report.html (tables and plots), OUT/results.md and
     OUT/results.json."""
     names = parse_policies(policies, "--policies")
+    # Loaded after the options are checked, so that a mistake answers at once (the
+    # report's matplotlib and the runner are not needed for it).
+    from themis.experiments.paper import CLUSTER, plan
+    from themis.experiments.paper_report import RESULTS_JSON, RESULTS_MD, write_outputs
+    from themis.experiments.runner import default_workers, run_many
+    from themis.workload import load_workload
+
     workload = load_workload(defaults.TRACE, seed=seed)
     the_plan = plan(workload, names)
     if not out.exists():
