@@ -1,9 +1,10 @@
 """Progress on stderr for runs that take longer than a moment.
 
 On a terminal: rich bars with the elapsed time and an estimate of the time left. Anywhere
-else (CI, a log file, ``nohup``): no control characters, but a plain line every
-``THEMIS_PROGRESS_SECONDS`` seconds (default 30) and one at the end, so a long run in a
-log is not silent. stdout stays clean for tables and pipes either way.
+else (CI, a log file, ``nohup``): no control characters, but a plain line (done, elapsed,
+time left) at most every ``THEMIS_PROGRESS_SECONDS`` seconds (default 30) as runs
+progress, and one at the end, so a long run in a log is not silent. stdout stays clean
+for tables and pipes either way.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ QUIET = click.option(
     "--quiet",
     "-q",
     is_flag=True,
-    help="No progress (bars on a terminal, a plain line every 30 s elsewhere).",
+    help="No progress (bars on a terminal, else a plain line at most every 30 s).",
 )
 
 #: Seconds between plain progress lines when stderr is not a terminal.
