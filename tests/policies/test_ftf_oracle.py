@@ -106,16 +106,16 @@ def test_everyone_saturated_unclaimed_gpus_go_to_the_worst_rho_first() -> None:
 
 
 def test_spread_unclaimed_is_solved_by_highs(monkeypatch: pytest.MonkeyPatch) -> None:
-    import themis.policies._ftf_program as program
+    import scipy.optimize  # _ftf_program imports linprog from here when it solves
 
     calls = []
-    real = program.linprog
+    real = scipy.optimize.linprog
 
     def spy(*args, **kwargs):
         calls.append(kwargs["method"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(program, "linprog", spy)
+    monkeypatch.setattr(scipy.optimize, "linprog", spy)
     a = AppLoad(elapsed=0.0, ideal=600.0, work=320.0, longest=300.0, cap=3.0)
     b = AppLoad(elapsed=0.0, ideal=300.0, work=220.0, longest=200.0, cap=3.0)
     spread_unclaimed([a, b], [a.saturation, b.saturation], 3.0)

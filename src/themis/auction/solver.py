@@ -21,10 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
-
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
 #: Objective values within this distance are treated as equal (log-utility units).
@@ -410,6 +406,10 @@ class _Search:
 
 
 def _milp(groups: list[list[Candidate]]) -> Solution:
+    import numpy as np  # here, not at import: the CLI starts without numpy and scipy
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     flat = [c for g in groups for c in g]
     gains = np.array([c.gain for c in flat])
     rows: list[int] = []  # one-entry-per-bidder rows, then one row per GPU

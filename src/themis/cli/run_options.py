@@ -26,6 +26,7 @@ from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.simulator.engine import check_fits
+from themis.units import gpu_hours_text
 from themis.workload import (
     DEFAULT_APP_GAP,
     ArrivalMode,
@@ -56,6 +57,7 @@ class RunConfig:
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
     variants: Variants = field(default_factory=Variants)
+    throughputs: str | None = None
     #: Themis: how long a reservation may hold GPUs idle (None: one lease; 0: off).
     reservation_bound_s: float | None = None
     #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
@@ -95,6 +97,8 @@ class RunConfig:
             self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
         )
         out["lease_align_s"] = self.lease_align_s
+        if self.throughputs is not None:
+            out["throughputs"] = self.throughputs
         return out
 
 
@@ -117,6 +121,13 @@ def trace_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
             metavar="SECONDS",
             help="Traces with users only (Philly, Helios, PAI): a pause longer than this "
             "between a user's submissions starts a new app.",
+        ),
+        click.option(
+            "--throughputs",
+            default=None,
+            metavar="FILE",
+            help="Gavel traces only: Gavel's throughput JSON; each job then runs "
+            "total_steps / its v100 throughput seconds, as Gavel intended.",
         ),
     ]
 
@@ -274,6 +285,7 @@ def make_config(
     model_share: str | None = None,
     vgg_share: float | None = None,
     contention: float = 1.0,
+    throughputs: str | None = None,
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
 ) -> RunConfig:
@@ -345,6 +357,7 @@ def make_config(
         fmt.value,
         app_gap,
         variants,
+        throughputs,
         reservation_bound_s=reservation_bound,
         lease_align_s=lease_align,
     )
@@ -402,6 +415,7 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
             arrivals=config.arrivals,
             app_interval=config.app_interval_s,
             app_gap=config.app_gap_s,
+            throughputs=config.throughputs,
         )
     workload = config.variants.apply(workload, cluster, config.seed)
     check_fits(workload, cluster)
@@ -421,7 +435,7 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when += f" ({contention:g}x contention)"
     line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
-        f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "
+        f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )
     excluded = workload.notes.get("excluded")

@@ -42,8 +42,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported when a program is solved, not when policies load
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class GavelAllocation:
 def isolated_fractions(gangs: Sequence[int], capacity: float) -> np.ndarray:
     """Each job's time fraction on an isolated 1/N share: water-filling of ``capacity``
     GPUs over the jobs, each capped at its gang; a fraction is its GPUs over its gang."""
+    import numpy as np
+
     g = np.asarray(gangs, dtype=float)
     if g.size == 0:
         return g

@@ -94,11 +94,11 @@ class MaxMinPolicy(Policy):
                     return schedule
                 if job in schedule or job.gang > len(free):
                     continue
-                gpus = pack_gang(view.cluster, free, job.gang)
-                if gpus is not None:
-                    schedule[job] = Assignment(gpus)
-                    free.difference_update(gpus)
-                    held[app.app_id] += len(gpus)
+                packed = pack_gang(view.cluster, free, job.gang)
+                if packed is not None:
+                    schedule[job] = Assignment(packed)
+                    free.difference_update(packed)
+                    held[app.app_id] += len(packed)
         return schedule
 
     @staticmethod

@@ -26,7 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from themis.runtime.lease import LeaseControl, Outcome, Progress, TrialSpec, run_trial
 
 
-@ray.remote(num_cpus=0, max_concurrency=4)
+@ray.remote(num_cpus=0, max_concurrency=4)  # type: ignore[call-overload]  # ray's stubs lack actor options
 class JobActor:
     """Runs ``run_trial`` on its thread; ``poll`` and ``stop`` answer from others."""
 
@@ -88,7 +88,7 @@ class Launcher:
     def start(self, spec: TrialSpec, placement: list[tuple[str, int]]) -> RunningJob:
         actors = []
         for k, (node_id, count) in enumerate(placement):
-            cls = JobActor if k == 0 else GangMember
+            cls: Any = JobActor if k == 0 else GangMember  # ray actor classes
             actors.append(
                 cls.options(
                     num_gpus=count,

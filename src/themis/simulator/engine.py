@@ -19,11 +19,12 @@ from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
 from themis.policies.base import Policy, Schedule, SchedulingView
 from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
+from themis.workload.formats import gang_field
 
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 
-#: Grant ends this close (seconds) are batched into one round by default (DESIGN §5): a
+#: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
 #: round then holds several apps' GPUs at once instead of one lease at a time.
 DEFAULT_BATCH_WINDOW = 30.0
 
@@ -237,6 +238,10 @@ class Simulator:
 
 
 def check_fits(workload: Workload, cluster: Cluster) -> None:
+    """Refuse, before any run, a job whose gang is larger than the cluster; the error
+    names the trace format's own field for the GPU count."""
+    fmt = workload.notes.get("format")
+    gang_name = gang_field(fmt if isinstance(fmt, str) else None)
     for app in workload.apps:
         if app.model not in workload.profiles:
             raise ThemisError(f"unknown model '{app.model}'", source=workload.source, field="model")
@@ -246,7 +251,7 @@ def check_fits(workload: Workload, cluster: Cluster) -> None:
                     f"job {job.job_id} needs {job.gang} GPUs but the cluster has {cluster.size}",
                     source=workload.source,
                     line=job.line,
-                    field="num-gpus",
+                    field=gang_name,
                 )
 
 
