@@ -100,7 +100,10 @@ def review(
     waits = {t: max((r for r in rungs if r <= steps.get(t, 0)), default=0) for t in parked}
     # Paused at a rung without having reported the metric there: cannot be ranked.
     silent = {t for t, r in waits.items() if t not in values.get(r, {})}
-    ended = {t for t in trials if states.get(t) in ENDED and states.get(t) != "stopped"}
+    # Every ended trial, those stopped included: a trial stopped without a value at its
+    # rung (silent) must not block that rung; a loser of an earlier rung is no survivor
+    # of later ones, and at its own rung it is still ranked by its recorded value.
+    ended = {t for t in trials if states.get(t) in ENDED}
     decisions = decide(halving, budget, trials, values, ended | silent)
     stop: list[tuple[str, str]] = []
     for t, rung in decisions.stops.items():
