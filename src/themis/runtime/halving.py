@@ -68,17 +68,22 @@ def next_stop(halving: Halving | None, budget: int, steps: int, decided: Sequenc
     return budget
 
 
+#: A trial stopped by successive halving (it lost at a rung): the store's state.
+STOPPED_EARLY = "stopped-early"
 #: Trial states after which a trial needs no more GPUs (the store's vocabulary).
-ENDED = ("finished", "stopped", "failed", "cancelled")
+ENDED = ("finished", STOPPED_EARLY, "failed", "cancelled")
 
 
 @dataclass(frozen=True)
 class Review:
-    """What to do now: stop these trials (with why), resume these paused ones."""
+    """What to do now: stop these trials (with why), resume these paused ones. ``silent``
+    names the stopped trials that paused without a value at their rung: they failed to
+    report, they did not lose."""
 
     decided: tuple[int, ...]
     stop: tuple[tuple[str, str], ...]
     promote: tuple[str, ...]
+    silent: tuple[str, ...] = ()
 
 
 def review(
@@ -126,4 +131,4 @@ def review(
         and t not in silent
         and waits[t] in decisions.decided
     )
-    return Review(decisions.decided, tuple(stop), promote)
+    return Review(decisions.decided, tuple(stop), promote, tuple(sorted(silent)))

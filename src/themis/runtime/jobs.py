@@ -72,6 +72,8 @@ class RunningJob:
     checkpoint_step: int = 0
     steps: int = 0
     killed: bool = False
+    gpus: tuple[int, ...] = ()  # the scheduler's GPU ids it holds until it has ended
+    started: bool = False  # its training function has been seen running
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

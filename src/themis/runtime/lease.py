@@ -117,6 +117,7 @@ class Progress:
     checkpoint_step: int  # steps in the last checkpoint written
     reports: tuple[tuple[int, dict[str, float]], ...]  # (steps completed, metrics)
     logs: tuple[str, ...]
+    started: bool = False  # the training function is running (the lease clock starts)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class LeaseControl:
 
     start_step: int = 0
     stop_requested: bool = False
+    started: bool = False
     steps: int = 0
     checkpoint_step: int = 0
     reports: list[tuple[int, dict[str, float]]] = field(default_factory=list)
@@ -163,6 +165,7 @@ class LeaseControl:
                 self.checkpoint_step,
                 tuple(reports),
                 tuple(logs),
+                self.started,
             )
 
 
@@ -303,6 +306,8 @@ def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
         fn = load_entrypoint(spec.entrypoint, spec.workdir)
+        with control.lock:
+            control.started = True
         fn(trial)
     except Exception:
         error = traceback.format_exc(limit=8)
