@@ -107,8 +107,8 @@ class ArbiterService:
         self.options = options
         self.nodes = nodes
         self.jobs = JobControl(launcher)
-        self.metrics = metrics or ArbiterMetrics()
-        self.commands = commands or CommandQueue()
+        self.metrics = metrics if metrics is not None else ArbiterMetrics()
+        self.commands = commands if commands is not None else CommandQueue()
         self.policy = make_policy(options.policy, options.policy_options())
         self.epoch = store.epoch()
         self.inventory: Inventory = read_inventory(nodes())

@@ -293,6 +293,13 @@ class Store:
         rows = self.db.execute(query + " ORDER BY submitted_at, app_id", args).fetchall()
         return [_app_row(r) for r in rows]
 
+    def app_with_token(self, token_hash: str) -> str | None:
+        """The app whose token has this hash, if any."""
+        row = self.db.execute(
+            "SELECT app_id FROM apps WHERE token_hash = ?", (token_hash,)
+        ).fetchone()
+        return None if row is None else str(row["app_id"])
+
     def app(self, app_id: str) -> AppRow | None:
         row = self.db.execute("SELECT * FROM apps WHERE app_id = ?", (app_id,)).fetchone()
         return None if row is None else _app_row(row)
@@ -391,9 +398,10 @@ class Store:
                 (time.time(), t, app_id, trial_id, message),
             )
 
-    def events(self, app_id: str, after: int = 0) -> list[tuple[int, EventRow]]:
+    def events(self, app_id: str, after: int = 0, limit: int = -1) -> list[tuple[int, EventRow]]:
         rows = self.db.execute(
-            "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id", (app_id, after)
+            "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (app_id, after, limit),
         ).fetchall()
         return [
             (r["id"], EventRow(r["wall"], r["t"], r["app_id"], r["trial_id"], r["message"]))
