@@ -385,7 +385,6 @@ def status(server: str, token: str | None) -> None:
     rows = answer["apps"]
     if not rows:
         click.echo("no apps")
-        return
     table = Table(box=None, pad_edge=False)
     for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")
@@ -405,7 +404,8 @@ def status(server: str, token: str | None) -> None:
             f"{r['steps_done']}/{r['steps_total']}",
             r["why"] or "",
         )
-    Console(highlight=False, width=160).print(table)
+    if rows:
+        Console(highlight=False, width=160).print(table)
     if arbiter["state"] != "alive":
         sys.exit(3)
 
