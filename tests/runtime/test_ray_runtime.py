@@ -6,6 +6,7 @@ store, the checkpoints and the event log say afterwards.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -213,16 +214,26 @@ def test_job_ignoring_its_lease_is_killed_after_the_grace_period(cluster, tmp_pa
 
 
 @pytest.mark.timeout(60)
-def test_gang_spanning_machines_gets_an_actor_per_node_and_ray_sets_the_gpus(cluster, tmp_path):
+def test_gang_spanning_machines_runs_a_rank_per_node_with_the_rendezvous_env(cluster, tmp_path):
     store = Store(tmp_path / "state", init=True)
     service = make_service(store, tmp_path)
-    submit(service, paced_app(tmp_path, "g", trials=1, steps=10, step_time=0.1, gpus_per_trial=3))
+    space = {"quality": [1.0], "step_time": [0.1], "env_dir": [str(tmp_path)]}
+    path = app_yaml(
+        tmp_path, "g", trials=1, steps=10, gpus_per_trial=3, search_space=space,
+        entrypoint="trainers:ranks",
+    )  # fmt: skip
+    submit(service, path)
     drive(service, lambda: app_state(store, "g") == "finished", 40)
     ((gpus, gang),) = lineage(tmp_path, "g", "t000")["leases"]
-    # 3 GPUs over two 2-GPU machines: 2 on one node (the training actor) + 1 on the other.
+    # 3 GPUs over two 2-GPU machines: 2 on one node (rank 0) + 1 on the other (rank 1).
     assert sorted(count for _, count in gang) == [1, 2] and gang[0][1] == 2
     assert len({node for node, _ in gang}) == 2
     assert len(gpus) == 2 and len(set(gpus)) == 2  # CUDA_VISIBLE_DEVICES of its node
+    env = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in (0, 1)]
+    assert [e["RANK"] for e in env] == ["0", "1"] and [e["rank"] for e in env] == [0, 1]
+    assert {e["WORLD_SIZE"] for e in env} == {"2"} and {e["LOCAL_RANK"] for e in env} == {"0"}
+    assert env[0]["MASTER_ADDR"] == env[1]["MASTER_ADDR"] == "127.0.0.1"
+    assert env[0]["MASTER_PORT"] == env[1]["MASTER_PORT"] and int(env[0]["MASTER_PORT"]) > 0
     service.shutdown()
 
 

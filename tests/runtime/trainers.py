@@ -21,6 +21,8 @@ def paced(trial: themis.Trial) -> None:
     step_time = float(config.get("step_time", 0.1))
     state = trial.restore() or {"w": np.zeros(4), "steps_run": [], "pids": [], "leases": []}
     state["pids"].append(os.getpid())
+    # What of the arbiter's environment reached the training code (must be nothing).
+    state["themis_env"] = sorted(k for k in os.environ if k.startswith("THEMIS_"))
     state["leases"].append((trial.gpus, trial.gang))
     rng = np.random.default_rng(len(state["steps_run"]))
     truth = np.array([1.0, -2.0, 0.5, 3.0])
@@ -46,3 +48,16 @@ def stubborn(trial: themis.Trial) -> None:
 
 def broken(trial: themis.Trial) -> None:
     raise ValueError("this trial is broken")
+
+
+def ranks(trial: themis.Trial) -> None:
+    """``paced``, after writing this rank's rendezvous variables where the test reads them."""
+    import json
+
+    names = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+    env = {name: os.environ.get(name) for name in names}
+    env["rank"] = trial.rank
+    path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")
+    with open(path, "w") as f:
+        json.dump(env, f)
+    paced(trial)

@@ -426,6 +426,7 @@ class ArbiterService:
     def _trial_spec(self, key: Key, gpus: tuple[int, ...]) -> TrialSpec:
         live = self.apps[key[0]]
         spec = live.spec
+        placement = self.inventory.per_node(gpus)
         return TrialSpec(
             key[0],
             key[1],
@@ -436,8 +437,9 @@ class ArbiterService:
             spec.steps,
             str(self.storage / key[0] / key[1] / "checkpoint.pkl"),
             spec.checkpoint_every,
-            tuple(self.inventory.per_node(gpus)),
+            tuple(placement),
             next_stop(spec.halving, spec.steps, live.durable.get(key[1], 0), live.decided),
+            master_addr=self.inventory.address(placement[0][0]),
         )
 
     def _starts(self, key: Key) -> int:
