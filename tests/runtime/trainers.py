@@ -21,8 +21,6 @@ def paced(trial: themis.Trial) -> None:
     step_time = float(config.get("step_time", 0.1))
     state = trial.restore() or {"w": np.zeros(4), "steps_run": [], "pids": [], "leases": []}
     state["pids"].append(os.getpid())
-    # What of the arbiter's environment reached the training code (must be nothing).
-    state["themis_env"] = sorted(k for k in os.environ if k.startswith("THEMIS_"))
     state["leases"].append((trial.gpus, trial.gang))
     rng = np.random.default_rng(len(state["steps_run"]))
     truth = np.array([1.0, -2.0, 0.5, 3.0])
