@@ -178,7 +178,7 @@ class ArbiterService:
             self.tick()
             if exit_when_done and self.idle():
                 return
-            time.sleep(self.options.tick)
+            self.commands.wait(self.options.tick)
 
     def idle(self) -> bool:
         """Nothing to do: no app submitted or running, no job left in Ray."""

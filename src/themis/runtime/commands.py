@@ -73,6 +73,7 @@ class CommandQueue:
     def __init__(self, limit: int = 1000) -> None:
         self._items: deque[Command] = deque()
         self._lock = threading.Lock()
+        self._arrived = threading.Event()
         self.limit = limit
 
     def put(self, command: Command) -> Command:
@@ -80,7 +81,14 @@ class CommandQueue:
             if len(self._items) >= self.limit:
                 raise ThemisError("the arbiter is busy: too many requests queued, try again")
             self._items.append(command)
+        self._arrived.set()
         return command
+
+    def wait(self, timeout: float) -> None:
+        """Sleep up to ``timeout`` seconds, waking at once when a command arrives: the
+        loop's pause between ticks, so that a request is answered without waiting a tick."""
+        if self._arrived.wait(timeout):
+            self._arrived.clear()
 
     def drain(self) -> list[Command]:
         """Every queued command the loop may still act on, in order."""
