@@ -229,3 +229,34 @@ def test_a_grant_onto_gpus_still_draining_waits_for_the_drain(tmp_path: Path) ->
     assert jobs.launch_ready(spec, place) == []  # a trial never runs twice at once
     jobs.forget(jobs.draining[("a", "t000")])
     assert sorted(jobs.launch_ready(spec, place)) == [("a", "t000"), ("b", "t000")]
+
+
+@pytest.mark.timeout(60)
+def test_writes_to_the_database_by_anyone_else_change_nothing_the_arbiter_does(
+    tmp_path: Path,
+) -> None:
+    """Tenant isolation: app code that writes the SQLite file (as it once could to cancel
+    another app) is not obeyed by the running arbiter, which reads back only what it
+    wrote itself: no request table, apps admitted from its own queue."""
+    import sqlite3
+
+    service, store, _ = service_for(tmp_path, {"victim": Behaviour(step_time=0.05)})
+    submit(service, app_yaml(tmp_path, "victim", trials=2, steps=100, step_time=0.05))
+    drive(service, lambda: len(service.running) == 2, 10)
+    intruder = sqlite3.connect(tmp_path / "state" / "themis.db")
+    tables = {r[0] for r in intruder.execute("SELECT name FROM sqlite_master")}
+    assert "requests" not in tables
+    intruder.execute("UPDATE apps SET state = 'cancelled' WHERE app_id = 'victim'")
+    row = intruder.execute("SELECT * FROM apps WHERE app_id = 'victim'").fetchone()
+    columns = [d[0] for d in intruder.execute("SELECT * FROM apps").description]
+    forged = dict(zip(columns, row, strict=True)) | {"app_id": "sneaky", "state": "submitted"}
+    names = ", ".join(forged)
+    intruder.execute(
+        f"INSERT INTO apps ({names}) VALUES ({', '.join('?' * len(forged))})",
+        tuple(forged.values()),
+    )
+    intruder.commit()
+    intruder.close()
+    drive(service, lambda: all(t.steps_done == 100 for t in store.trials("victim")), 30)
+    assert "sneaky" not in service.apps and service.submitted == []
+    assert store.app("victim").state == "finished"  # ran to its end, then said so
