@@ -289,9 +289,6 @@ def _serve_locked(
 
     tokens = OperatorTokens.load_or_create(state_dir)
     api_server.forget_private_env()
-    # Keep serving (and saying so in status) when Ray's head is unreachable, instead of
-    # the driver exiting after Ray's default 60 s.
-    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", "86400")
     gpus, machines, racks, ray_host = local_shape
     local = None
     if address is None:
