@@ -260,3 +260,15 @@ def test_writes_to_the_database_by_anyone_else_change_nothing_the_arbiter_does(
     drive(service, lambda: all(t.steps_done == 100 for t in store.trials("victim")), 30)
     assert "sneaky" not in service.apps and service.submitted == []
     assert store.app("victim").state == "finished"  # ran to its end, then said so
+
+
+@pytest.mark.timeout(60)
+def test_status_says_why_an_app_holds_nothing(tmp_path: Path) -> None:
+    service, store, _ = service_for(tmp_path, {"hog": Behaviour(step_time=0.05)})
+    submit(service, app_yaml(tmp_path, "hog", trials=4, steps=10_000, step_time=0.05))
+    drive(service, lambda: len(service.running) == 4, 10)
+    submit(service, app_yaml(tmp_path, "late", trials=2, steps=100, step_time=0.05))
+    drive(service, lambda: store.app("late").note is not None, 5)
+    assert store.app("late").gpus == 0
+    assert store.app("late").note.startswith("waiting: other apps hold every GPU until")
+    assert store.app("hog").note is None  # it holds GPUs: nothing to explain
