@@ -37,7 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from themis.errors import ThemisError
 from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
 from themis.runtime.auth import OperatorTokens, Principal
-from themis.runtime.commands import Command, CommandQueue, submit_command
+from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.metrics import ArbiterMetrics
 from themis.runtime.queries import log_lines, status_rows
 from themis.runtime.store import Store
@@ -103,7 +103,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
     @app.exception_handler(ThemisError)
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
-        status = 503 if "no answer" in exc.message or "busy" in exc.message else 400
+        status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
         if exc.message.startswith("no app named"):
             status = 404
         return JSONResponse({"detail": exc.format()}, status_code=status)

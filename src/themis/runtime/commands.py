@@ -20,6 +20,14 @@ from themis.errors import ThemisError
 PENDING, TAKEN, EXPIRED, DONE = "pending", "taken", "expired", "done"
 
 
+class Unanswered(ThemisError):
+    """The loop did not take the command in time (the API answers 503)."""
+
+
+class Busy(ThemisError):
+    """Too many commands queued (the API answers 503)."""
+
+
 @dataclass
 class Command:
     kind: str  # "submit", "cancel", "release"
@@ -57,7 +65,7 @@ class Command:
             with self._lock:
                 if self.state == PENDING:
                     self.state = EXPIRED
-                    raise ThemisError(
+                    raise Unanswered(
                         f"no answer from the arbiter's scheduling loop within {timeout:g}s; "
                         "the request was withdrawn and will not happen"
                     )
@@ -79,7 +87,7 @@ class CommandQueue:
     def put(self, command: Command) -> Command:
         with self._lock:
             if len(self._items) >= self.limit:
-                raise ThemisError("the arbiter is busy: too many requests queued, try again")
+                raise Busy("the arbiter is busy: too many requests queued, try again")
             self._items.append(command)
         self._arrived.set()
         return command
