@@ -374,3 +374,42 @@ def test_a_malformed_app_file_is_one_line_naming_the_field(arbiter, tmp_path: Pa
         "a trial needs 5 GPUs and the cluster has 4",
     )
     assert json.loads(call(arbiter.url, "GET", "/v1/status", arbiter.admin)[1])["apps"] == []
+
+
+@pytest.mark.timeout(60)
+def test_https_with_uvicorns_tls_and_a_private_ca(tmp_path: Path) -> None:
+    """--tls-cert/--tls-key: the API over HTTPS; the client trusts THEMIS_CA_FILE and
+    refuses the server without it."""
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    state = tmp_path / "state"
+    Store(state, init=True).close()
+    tokens = OperatorTokens.load_or_create(state)
+    snapshot = {"heartbeat": time.time(), "started": time.time(), "rounds": 0, "gpus": 4,
+                "machines": 2, "ray_error": None, "tick": 0.2}  # fmt: skip
+    context = ApiContext(state, tokens, CommandQueue(), lambda: snapshot, ArbiterMetrics())
+    api = ApiServer.start(make_api(context), "127.0.0.1", 0, str(cert), str(key))
+    try:
+        assert api.url.startswith("https://127.0.0.1:")
+        admin = read_token_file(state / "admin.token")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THEMIS_")}
+        run = [sys.executable, "-m", "themis.runtime", "status"]
+        trusted = {**env, "THEMIS_SERVER": api.url, "THEMIS_TOKEN": admin,
+                   "THEMIS_CA_FILE": str(cert)}  # fmt: skip
+        out = subprocess.run(run, env=trusted, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(f"arbiter alive at {api.url}")
+        untrusted = {**env, "THEMIS_SERVER": api.url, "THEMIS_TOKEN": admin}
+        out = subprocess.run(run, env=untrusted, capture_output=True, text=True, timeout=60)
+        one_line_error(out, "CERTIFICATE_VERIFY_FAILED")
+    finally:
+        api.stop()
