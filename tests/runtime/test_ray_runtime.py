@@ -278,3 +278,37 @@ def test_ray_listens_on_loopback_only(cluster):
             host = local.rsplit(":", 1)[0]
             assert host in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::1]"), line
     assert checked >= 4  # GCS, raylets, object managers...
+
+
+@pytest.mark.timeout(150)
+def test_steps_longer_than_the_lease_no_longer_livelock_another_app(cluster, tmp_path):
+    """The README's livelock on real Ray: an app whose steps outlast the lease. Its GPUs
+    stay reserved until its jobs have really stopped (no two jobs ever hold one GPU), the
+    other app's leases count from their real start, and both apps finish."""
+    store = Store(tmp_path / "state", init=True)
+    service = make_service(store, tmp_path, replace(FAST, lease=4.0, grace=3.0))
+    submit(service, paced_app(tmp_path, "slow", trials=2, steps=3, step_time=5.0, gpus_per_trial=2))
+    drive(service, lambda: len(service.running) == 2, 30)
+    submit(
+        service, paced_app(tmp_path, "fast", trials=2, steps=40, step_time=0.05, gpus_per_trial=2)
+    )
+    overlaps = []
+
+    def no_gpu_twice() -> None:
+        held = [g for rj in service.jobs.jobs() for g in rj.gpus]
+        if len(held) != len(set(held)):
+            overlaps.append(sorted(held))
+
+    drive(
+        service,
+        lambda: app_state(store, "fast") == "finished" and app_state(store, "slow") == "finished",
+        120,
+        no_gpu_twice,
+    )
+    assert overlaps == []
+    fast_events = events(store, "fast")
+    assert any(m.startswith("started: lease until") for _, _, m in fast_events)
+    for app, steps in (("slow", 3), ("fast", 40)):
+        for trial in store.trials(app):
+            assert lineage(tmp_path, app, trial.trial_id)["steps_run"] == list(range(steps))
+    service.shutdown()
