@@ -286,8 +286,6 @@ def test_a_cancel_that_times_out_is_withdrawn_and_never_happens(arbiter, tmp_pat
     )
     status, reply = call(arbiter.url, "POST", "/v1/apps/slow/cancel?wait=0.2", token, b"{}")
     assert status == 503 and b"withdrawn" in reply
-    status = json.loads(call(arbiter.url, "GET", "/v1/status", token)[1])
-    assert status["arbiter"]["state"] == "alive"  # paused for under 5 s: not stalled yet
     arbiter.paused.clear()
     time.sleep(1.0)
     (row,) = json.loads(call(arbiter.url, "GET", "/v1/status", token)[1])["apps"]
