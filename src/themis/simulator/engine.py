@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from themis.errors import ThemisError
@@ -189,20 +189,7 @@ class Simulator:
             )
 
     def _check(self, schedule: Schedule) -> None:
-        """A policy that breaks the rules is a bug, never silently repaired."""
-        seen: set[int] = set()
-        active = {id(a) for a in self.active}
-        for job, grant in schedule.items():
-            if job.finished_at is not None or id(job.app) not in active:
-                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
-            if len(grant.gpus) != job.gang:
-                raise AssertionError(
-                    f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
-                )
-            for g in grant.gpus:
-                if not 0 <= g < self.cluster.size or g in seen:
-                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
-                seen.add(g)
+        check_schedule(schedule, self.active, self.cluster)
 
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
@@ -235,6 +222,24 @@ class Simulator:
             )
         job.stop(now, best)
         self.tokens.pop(id(job), None)
+
+
+def check_schedule(schedule: Schedule, active: Sequence[AppState], cluster: Cluster) -> None:
+    """A policy that breaks the rules is a bug, never silently repaired: no GPU twice,
+    exact gangs, only live jobs of active apps. The Ray runtime checks with this too."""
+    seen: set[int] = set()
+    ids = {id(a) for a in active}
+    for job, grant in schedule.items():
+        if job.finished_at is not None or id(job.app) not in ids:
+            raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
+        if len(grant.gpus) != job.gang:
+            raise AssertionError(
+                f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
+            )
+        for g in grant.gpus:
+            if not 0 <= g < cluster.size or g in seen:
+                raise AssertionError(f"policy granted GPU {g} twice or out of range")
+            seen.add(g)
 
 
 def check_fits(workload: Workload, cluster: Cluster) -> None:
