@@ -19,7 +19,8 @@ The concerns live in their own modules: ``job_control`` (which jobs run, drain, 
 ``rungs`` and ``halving`` (successive halving), ``outcomes`` (how an app ended),
 ``commands`` (what the API asks), ``metrics`` (Prometheus), and the service's own parts
 ``service_requests``, ``service_reports``, ``service_halving``, ``service_status`` and
-``service_inventory``. This module holds the state, admits apps and runs rounds.
+``service_inventory`` (their shared state declared in ``service_base``). This module holds
+the state, admits apps and runs rounds.
 
 Progress counts as done only once checkpointed (``trials.steps_done``), so a crash of a
 job, of a node or of the arbiter loses no completed step.

@@ -12,6 +12,7 @@ import json
 import os
 import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ class Client:
 
 
 def _quote(part: str) -> str:
-    return urllib.request.quote(part, safe="")
+    return urllib.parse.quote(part, safe="")
 
 
 def _detail(exc: urllib.error.HTTPError) -> str:

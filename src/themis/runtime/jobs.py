@@ -91,8 +91,10 @@ class Launcher:
         self.grace = grace
 
     def start(self, spec: TrialSpec, placement: list[tuple[str, int]]) -> RunningJob:
+        # ``@ray.remote`` made JobActor an ActorClass, but mypy does not apply class
+        # decorators, so it sees the plain class: a stub gap, not a type error.
         actors = [
-            JobActor.options(
+            JobActor.options(  # type: ignore[attr-defined]
                 num_gpus=count,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
             ).remote()

@@ -95,7 +95,10 @@ class ApiServer:
 
 
 def write_url(state_dir: Path, url: str, extra: str | None) -> None:
-    for path in filter(None, (state_dir / URL_FILE, extra)):
+    paths: list[str | Path] = [state_dir / URL_FILE]
+    if extra:
+        paths.append(extra)
+    for path in paths:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(url + "\n")

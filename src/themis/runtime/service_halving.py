@@ -8,9 +8,10 @@ from themis.model.state import JobState
 from themis.runtime import rungs
 from themis.runtime.halving import STOPPED_EARLY
 from themis.runtime.live import LiveApp
+from themis.runtime.service_base import ServiceBase
 
 
-class HalvingControl:
+class HalvingControl(ServiceBase):
     """Rung pauses, promotions and early stops (mixin of ``ArbiterService``)."""
 
     def _apply_halving(self, now: float) -> bool:

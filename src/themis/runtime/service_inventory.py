@@ -6,9 +6,10 @@ from __future__ import annotations
 import time
 
 from themis.runtime.cluster import read_inventory
+from themis.runtime.service_base import ServiceBase
 
 
-class InventoryTracking:
+class InventoryTracking(ServiceBase):
     """The GPU inventory from Ray (mixin of ``ArbiterService``)."""
 
     def _refresh_inventory(self, now: float) -> bool:

@@ -14,13 +14,14 @@ from themis.runtime.halving import ENDED
 from themis.runtime.jobs import RunningJob
 from themis.runtime.lease import Outcome, Progress
 from themis.runtime.live import LiveApp
+from themis.runtime.service_base import ServiceBase
 
 #: What one poll may add to the event log: longer lines and further lines are cut.
 MAX_LOG_LINE = 4000
 MAX_LOG_LINES = 50
 
 
-class ReportHandling:
+class ReportHandling(ServiceBase):
     """Reports and ends of jobs (mixin of ``ArbiterService``)."""
 
     def accept_report(self, job: RunningJob, report: Progress | Outcome) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from themis.errors import ThemisError
 from themis.runtime.commands import Command
 from themis.runtime.halving import ENDED
+from themis.runtime.service_base import ServiceBase
 
 
-class RequestHandling:
+class RequestHandling(ServiceBase):
     """Commands from the API, answered once (mixin of ``ArbiterService``)."""
 
     def _handle_commands(self, now: float) -> bool:

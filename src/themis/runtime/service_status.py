@@ -10,9 +10,10 @@ from themis.agent.agent import Agent
 from themis.fairness.ftf import RHO_MAX
 from themis.runtime.halving import ENDED
 from themis.runtime.live import LiveApp
+from themis.runtime.service_base import ServiceBase
 
 
-class StatusReporting:
+class StatusReporting(ServiceBase):
     """Status rows, metrics and liveness (mixin of ``ArbiterService``)."""
 
     def _write_status(self, now: float) -> None:
