@@ -47,7 +47,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("themis.cli.trace:trace", "Generate, inspect and convert workload traces."),
     "serve": ("themis.cli.runtime:serve", "Run the arbiter on a Ray cluster."),
     "submit": ("themis.cli.runtime:submit", "Submit an app (app.yaml)."),
-    "status": ("themis.cli.runtime:status", "Show apps, rho, GPUs, leases and trials."),
+    "status": ("themis.cli.runtime:status", "Show the arbiter's liveness and every app."),
     "cancel": ("themis.cli.runtime:cancel", "Cancel an app."),
     "logs": ("themis.cli.runtime:logs", "Show an app's event log."),
 }
