@@ -25,7 +25,7 @@ from themis.experiments.workloads import (
 from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
-from themis.simulator.engine import check_fits
+from themis.simulator.engine import Conditions, check_fits
 from themis.workload import (
     DEFAULT_APP_GAP,
     ArrivalMode,
@@ -56,9 +56,15 @@ class RunConfig:
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
     variants: Variants = field(default_factory=Variants)
+    estimate_error: float = defaults.ESTIMATE_ERROR
+    restart_cost_s: float = defaults.RESTART_COST_S
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
+
+    def conditions(self) -> Conditions:
+        """What the simulator does to every policy: estimate error and restart cost."""
+        return Conditions(self.estimate_error, self.restart_cost_s)
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -81,6 +87,8 @@ class RunConfig:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
         out.update(self.variants.to_dict())
+        out["estimate_error"] = self.estimate_error
+        out["restart_cost_s"] = self.restart_cost_s
         return out
 
 
@@ -168,7 +176,25 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             type=int,
             default=defaults.SEED,
             show_default=True,
-            help="Seed of the model draw and the policy's random choices.",
+            help="Seed of the model draw, the estimate errors and the policy's random choices.",
+        ),
+        click.option(
+            "--estimate-error",
+            type=float,
+            default=defaults.ESTIMATE_ERROR,
+            show_default=True,
+            metavar="E",
+            help="0 <= E < 1: each job's work, as policies see it, is its true work times a "
+            "seeded factor in [1-E, 1+E] (the simulator keeps the truth).",
+        ),
+        click.option(
+            "--restart-cost",
+            type=float,
+            default=defaults.RESTART_COST_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Seconds of no progress at each start, resume or migration of a gang (GPUs "
+            f"held; {defaults.RESTART_COST_REALISTIC_S:g} is realistic for deep nets).",
         ),
         arrivals_option(),
         click.option(
@@ -244,6 +270,8 @@ def make_config(
     model_share: str | None = None,
     vgg_share: float | None = None,
     contention: float = 1.0,
+    estimate_error: float = defaults.ESTIMATE_ERROR,
+    restart_cost: float = defaults.RESTART_COST_S,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -263,6 +291,7 @@ def make_config(
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
+    Conditions(estimate_error, restart_cost).check()
     if is_generated(trace):
         if trace_format_name is not None:
             raise ThemisError("a generated workload has no file format", field="--format")
@@ -284,6 +313,8 @@ def make_config(
             GENERATED_FORMAT,
             app_gap,
             variants,
+            estimate_error,
+            restart_cost,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -300,6 +331,8 @@ def make_config(
         fmt.value,
         app_gap,
         variants,
+        estimate_error,
+        restart_cost,
     )
 
 

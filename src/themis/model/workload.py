@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from themis.model.halving import rungs
 from themis.model.profiles import ModelProfile
 
 
@@ -18,13 +21,46 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class Search:
+    """A declared successive-halving search (DESIGN §2): the app's trials all have one
+    iteration budget (their ``work``); at each rung (``min_work * eta**k`` iterations, below
+    the budget) the best ``ceil(n / eta)`` of the ``n`` trials that reached it go on and the
+    others stop (``themis.model.halving``). What a user declares, so policies may read it;
+    which trial stops where is decided in the run, at the rungs."""
+
+    eta: int
+    min_work: float
+    mode: str = "min"
+
+    def rungs(self, budget: float) -> list[float]:
+        return rungs(self.min_work, self.eta, budget)
+
+
+@dataclass(frozen=True)
+class LossCurve:
+    """A trial's validation loss after a fraction ``x`` of its budget:
+    ``final + scale * x**-decay`` (a power law, as learning curves are fitted; Domhan et al.
+    2015). Seeded per trial by whoever makes the workload; the truth of a search, which only
+    the simulator reads, never a policy."""
+
+    final: float
+    scale: float
+    decay: float
+
+    def at(self, x: float) -> float:
+        return self.final + self.scale * math.pow(max(x, 1e-9), -self.decay)
+
+
+@dataclass(frozen=True)
 class AppSpec:
-    """An app: one model, a set of jobs, an arrival time in seconds."""
+    """An app: one model, a set of jobs, an arrival time in seconds, and optionally the
+    successive-halving search its app scheduler runs online."""
 
     app_id: str
     arrival: float
     model: str
     jobs: tuple[JobSpec, ...]
+    search: Search | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +69,9 @@ class Workload:
     profiles: dict[str, ModelProfile]
     source: str = "<memory>"
     notes: dict[str, object] = field(default_factory=dict)
+    #: (app, job) -> loss curve, for the jobs of apps with a ``search``: the simulator's
+    #: truth, from which the rungs are decided. Never reachable from what policies read.
+    curves: Mapping[tuple[str, str], LossCurve] = field(default_factory=dict)
 
     @property
     def job_count(self) -> int:

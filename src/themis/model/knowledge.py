@@ -1,0 +1,54 @@
+"""What a scheduler may know about a job's length (DESIGN §9, "Knowledge").
+
+A real scheduler never knows how long a trial will run. It knows what the user declared
+(an iteration budget) and the progress it has observed. So the apps a policy reads carry
+*declared* specs: each job's ``work`` is its true work times a per-job factor drawn from
+``[1 - E, 1 + E]`` (uniform, seeded by the run's seed, the app and the job), and the
+simulator keeps the true work to itself for progress, job ends and the report. Every
+size-aware policy then reads estimates through the same calls as before
+(``JobState.remaining_at``, ``AppState.remaining_by_gang``, ``AppState.t_cluster``), with no
+way back to the truth.
+
+A job that has run past its declared work is believed to have nothing left
+(``remaining_at`` is clamped at 0): the way a scheduler that trusts declarations sees a
+job that overruns them.
+
+With ``E == 0`` a declared spec *is* the true spec (the same object), so every schedule is
+the one an all-knowing scheduler made before estimates existed, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+
+from themis.errors import ThemisError
+from themis.model.workload import AppSpec
+
+
+def check_estimate_error(error: float) -> None:
+    if not (math.isfinite(error) and 0.0 <= error < 1.0):
+        raise ThemisError(f"must be in [0, 1), got {error}", field="--estimate-error")
+
+
+def error_factor(error: float, seed: int, app_id: str, job_id: str) -> float:
+    """The multiplicative error on one job's declared work: uniform in ``[1 - E, 1 + E]``,
+    a function of (seed, app, job) alone, so that it does not depend on the policy, the
+    order of events or the other jobs."""
+    if error == 0.0:
+        return 1.0
+    rng = random.Random(f"estimate-error:{seed}:{app_id}:{job_id}")
+    return 1.0 + rng.uniform(-error, error)
+
+
+def declared(spec: AppSpec, error: float, seed: int) -> AppSpec:
+    """The app as its user declared it: each job's work perturbed by its error factor.
+    With no error, ``spec`` itself."""
+    if error == 0.0:
+        return spec
+    jobs = tuple(
+        replace(j, work=j.work * error_factor(error, seed, spec.app_id, j.job_id))
+        for j in spec.jobs
+    )
+    return replace(spec, jobs=jobs)
