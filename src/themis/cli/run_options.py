@@ -58,13 +58,14 @@ class RunConfig:
     variants: Variants = field(default_factory=Variants)
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
+    misreport: tuple[tuple[str, float], ...] = ()
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
 
     def conditions(self) -> Conditions:
         """What the simulator does to every policy: estimate error and restart cost."""
-        return Conditions(self.estimate_error, self.restart_cost_s)
+        return Conditions(self.estimate_error, self.restart_cost_s, self.misreport)
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -89,6 +90,7 @@ class RunConfig:
         out.update(self.variants.to_dict())
         out["estimate_error"] = self.estimate_error
         out["restart_cost_s"] = self.restart_cost_s
+        out["misreport"] = dict(self.misreport)
         return out
 
 
@@ -196,6 +198,13 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Seconds of no progress at each start, resume or migration of a gang (GPUs "
             f"held; {defaults.RESTART_COST_REALISTIC_S:g} is realistic for deep nets).",
         ),
+        click.option(
+            "--misreport",
+            multiple=True,
+            metavar="APP=FACTOR",
+            help="App APP declares FACTOR times its work (e.g. 2): a lying app, for "
+            "truthfulness experiments. Repeatable.",
+        ),
         arrivals_option(),
         click.option(
             "--app-interval",
@@ -272,6 +281,7 @@ def make_config(
     contention: float = 1.0,
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
+    misreport: tuple[str, ...] = (),
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -291,7 +301,8 @@ def make_config(
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
-    Conditions(estimate_error, restart_cost).check()
+    lies = parse_misreport(misreport)
+    Conditions(estimate_error, restart_cost, lies).check()
     if is_generated(trace):
         if trace_format_name is not None:
             raise ThemisError("a generated workload has no file format", field="--format")
@@ -315,6 +326,7 @@ def make_config(
             variants,
             estimate_error,
             restart_cost,
+            lies,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -333,7 +345,25 @@ def make_config(
         variants,
         estimate_error,
         restart_cost,
+        lies,
     )
+
+
+def parse_misreport(items: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    """``--misreport APP=FACTOR`` values, each app once."""
+    out: dict[str, float] = {}
+    for item in items:
+        app_id, sep, text = item.partition("=")
+        if not sep or not app_id.strip():
+            raise ThemisError(f"'{item}' is not APP=FACTOR (e.g. app3=2)", field="--misreport")
+        try:
+            factor = float(text)
+        except ValueError:
+            raise ThemisError(f"'{text}' is not a number", field="--misreport") from None
+        if app_id.strip() in out:
+            raise ThemisError(f"app '{app_id.strip()}' listed twice", field="--misreport")
+        out[app_id.strip()] = factor
+    return tuple(out.items())
 
 
 #: ``-j/--workers``: how many simulations run at once (``compare``, ``experiment``).
@@ -391,6 +421,10 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
         )
     workload = config.variants.apply(workload, cluster, config.seed)
     check_fits(workload, cluster)
+    known = {a.app_id for a in workload.apps}
+    for app_id, _ in config.misreport:
+        if app_id not in known:
+            raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
     return workload, cluster
 
 

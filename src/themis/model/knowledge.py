@@ -42,13 +42,14 @@ def error_factor(error: float, seed: int, app_id: str, job_id: str) -> float:
     return 1.0 + rng.uniform(-error, error)
 
 
-def declared(spec: AppSpec, error: float, seed: int) -> AppSpec:
-    """The app as its user declared it: each job's work perturbed by its error factor.
-    With no error, ``spec`` itself."""
-    if error == 0.0:
+def declared(spec: AppSpec, error: float, seed: int, lie: float = 1.0) -> AppSpec:
+    """The app as its user declared it: each job's work perturbed by its error factor,
+    then multiplied by ``lie`` (an app that misreports on purpose, e.g. 2 for twice its
+    work). With no error and no lie, ``spec`` itself."""
+    if error == 0.0 and lie == 1.0:
         return spec
     jobs = tuple(
-        replace(j, work=j.work * error_factor(error, seed, spec.app_id, j.job_id))
+        replace(j, work=j.work * error_factor(error, seed, spec.app_id, j.job_id) * lie)
         for j in spec.jobs
     )
     return replace(spec, jobs=jobs)

@@ -52,9 +52,18 @@ class Conditions:
 
     estimate_error: float = 0.0
     restart_cost: float = 0.0
+    #: (app, factor): apps that misreport their work on purpose, declaring ``factor``
+    #: times it (the truthfulness experiment, ``experiments/truthfulness.py``).
+    misreport: tuple[tuple[str, float], ...] = ()
 
     def check(self) -> None:
         check_estimate_error(self.estimate_error)
+        for app_id, factor in self.misreport:
+            if not (math.isfinite(factor) and factor > 0):
+                raise ThemisError(
+                    f"{app_id}: the factor must be a number > 0, got {factor}",
+                    field="--misreport",
+                )
         if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
             raise ThemisError(
                 f"must be a number of seconds >= 0, got {self.restart_cost}",
@@ -119,6 +128,10 @@ class Simulator:
     ) -> None:
         check_fits(workload, cluster)
         conditions.check()
+        known = {a.app_id for a in workload.apps}
+        for app_id, _ in conditions.misreport:
+            if app_id not in known:
+                raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
         self.workload = workload
         self.cluster = cluster
         self.policy = policy
@@ -126,6 +139,7 @@ class Simulator:
         self.on_app_finished = on_app_finished
         self.conditions = conditions
         self.restart_cost = conditions.restart_cost
+        self._lies = dict(conditions.misreport)
         self.active: list[AppState] = []
         self.all_apps: list[AppState] = []
         self.activity = ActiveApps()
@@ -192,7 +206,14 @@ class Simulator:
     def admit(self, spec: AppSpec, now: float) -> None:
         profile = self.workload.profiles[spec.model]
         app = AppState(
-            declared(spec, self.conditions.estimate_error, self.policy.options.seed), profile, 0.0
+            declared(
+                spec,
+                self.conditions.estimate_error,
+                self.policy.options.seed,
+                self._lies.get(spec.app_id, 1.0),
+            ),
+            profile,
+            0.0,
         )
         app.t_cluster = t_cluster(profile, app.remaining_by_gang(now), self.cluster.shape)
         self._true_specs[app] = spec
