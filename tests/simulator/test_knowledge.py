@@ -6,8 +6,6 @@ Model ``toy``: one iteration takes 1 s on one GPU.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from themis.errors import ThemisError
@@ -180,16 +178,15 @@ def _reachable(root: object) -> list[object]:
             stack += list(obj)
         if hasattr(obj, "__self__"):
             stack.append(obj.__self__)
-        if getattr(obj, "__closure__", None):
-            stack += [c.cell_contents for c in obj.__closure__]
-        if hasattr(obj, "__dict__") and not callable(obj) or dataclasses.is_dataclass(obj):
-            stack += list(vars(obj).values()) if hasattr(obj, "__dict__") else []
+        closure = getattr(obj, "__closure__", None)
+        if closure:
+            stack += [c.cell_contents for c in closure]
+        if hasattr(obj, "__dict__"):
+            stack += list(vars(obj).values())
         for cls in type(obj).__mro__:
             for slot in getattr(cls, "__slots__", ()):
                 if hasattr(obj, slot):
                     stack.append(getattr(obj, slot))
-        if hasattr(obj, "__dict__") and callable(obj) and not isinstance(obj, type):
-            stack += list(vars(obj).values())
     return list(seen.values())
 
 
