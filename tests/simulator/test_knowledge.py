@@ -246,3 +246,30 @@ def test_generated_search_apps_run_under_every_policy_the_same_for_a_seed() -> N
         for app in runs[0].apps:
             budget = app.spec.jobs[0].work  # declared: the truth times its error factor
             assert app.finish is not None and budget > 0
+
+
+def test_search_work_is_the_same_whichever_trials_stop() -> None:
+    """4 trials, budget 40, rungs 10 and 20: 4 x 10, then 2 x 10, then 1 x 20."""
+    assert SEARCH.total_work(4, 40.0) == 80.0
+    assert SEARCH.total_work(5, 80.0) == 5 * 10 + 3 * 10 + 2 * 20 + 1 * 40
+    for losses in ([0.1, 0.4, 0.2, 0.3], [0.4, 0.1, 0.3, 0.2]):
+        spec, curves = search_app([flat(x) for x in losses])
+        r = simulate(toy(spec, curves=curves), Cluster.from_spec("1x1x2"),
+                     make_policy("fifo", PolicyOptions()))  # fmt: skip
+        assert sum(i.end - i.start for i in r.intervals) == approx(80.0)
+
+
+def test_generated_searches_keep_the_draws_and_the_load() -> None:
+    from themis.workload.generator import GeneratorSpec, generate
+    from themis.workload.profiles_file import load_profiles_file
+
+    profiles, _ = load_profiles_file(None)
+    folded, online = (
+        generate(GeneratorSpec(jobs=300, seed=4, load=1.5, online_halving=h), profiles)
+        for h in (0, 1)
+    )
+    assert [(a.model, len(a.jobs), a.jobs[0].gang) for a in folded.apps] == [
+        (a.model, len(a.jobs), a.jobs[0].gang) for a in online.apps
+    ]
+    assert online.offered_load(64) == pytest.approx(folded.offered_load(64), rel=1e-9)
+    assert all(len({j.work for j in a.jobs}) == 1 for a in online.apps)  # one budget each

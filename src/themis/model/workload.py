@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from themis.model.halving import rungs
@@ -34,6 +34,16 @@ class Search:
 
     def rungs(self, budget: float) -> list[float]:
         return rungs(self.min_work, self.eta, budget)
+
+    def total_work(self, trials: int, budget: float) -> float:
+        """Iterations the whole search runs, whichever trials stop: ``n`` trials to the
+        first rung, ``ceil(n / eta)`` of them on to the next, ..., the last ones to the
+        budget. The same for every outcome (no trial ends for another reason here)."""
+        total, alive, done = 0.0, trials, 0.0
+        for rung in self.rungs(budget):
+            total += alive * (rung - done)
+            alive, done = math.ceil(alive / self.eta), rung
+        return total + alive * (budget - done)
 
 
 @dataclass(frozen=True)
@@ -78,12 +88,18 @@ class Workload:
         return sum(len(a.jobs) for a in self.apps)
 
     def gpu_seconds(self) -> float:
-        """Work in GPU-seconds at the best (one-machine) placement."""
-        return sum(
-            job.work * self.profiles[app.model].time_per_iteration
-            for app in self.apps
-            for job in app.jobs
-        )
+        """Work in GPU-seconds at the best (one-machine) placement (a search: the work its
+        successive halving runs, ``Search.total_work``)."""
+        return sum(self._gpu_seconds_terms())  # one flat sum, in job order
+
+    def _gpu_seconds_terms(self) -> Iterator[float]:
+        for app in self.apps:
+            tpi = self.profiles[app.model].time_per_iteration
+            if app.search is None:
+                yield from (job.work * tpi for job in app.jobs)
+            else:
+                budget = max(j.work for j in app.jobs)
+                yield app.search.total_work(len(app.jobs), budget) * tpi
 
     def offered_load(self, gpus: int) -> float:
         """Work offered per GPU-second of the arrival period.

@@ -22,9 +22,10 @@ Distributions (docs/traces.md, "Generator"), all drawn from one ``random.Random(
   (so that keeping ``ceil(n / 2)`` at each rung leaves one trial). Each trial gets a loss
   curve ``final + scale * x^-decay`` (x: the fraction of the budget done) with ``final``
   U(0.05, 0.5), ``scale`` U(0.05, 0.5), ``decay`` U(0.3, 1.0), drawn from a second
-  ``Random`` seeded from the seed, so that everything else (models, gangs, arrivals, and
-  the load the arrivals aim at, from the folded durations) is drawn exactly as without
-  the option. Curves cross, so an early rung sometimes stops the eventual best trial, as
+  ``Random`` seeded from the seed, so that models, gangs and durations are drawn exactly
+  as without the option; the arrival gaps aim at ``load`` with the work the searches will
+  run (``Search.total_work``: the same whichever trials stop), so they are the same
+  draws, scaled. Curves cross, so an early rung sometimes stops the eventual best trial, as
   in real searches. Which trial stops where is decided during the run, at the rungs
   (``simulator/search.py``). HyperDrive stays as it is: its durations are what Philly ran.
 - **Arrivals.** Exponential gaps of mean ``W / (apps * load * gpus)``, where ``W`` is the
@@ -122,7 +123,13 @@ def generate(spec: GeneratorSpec, profiles: dict[str, ModelProfile]) -> Workload
         full = 60.0 * 10 ** rng.uniform(low, high)
         budgets = halving_budgets(trials, full)
         rng.shuffle(budgets)
-        gpu_seconds += gang * sum(budgets)
+        if spec.online_halving:  # the work the declared search will run, exactly
+            tpi = profiles[model].time_per_iteration
+            app = _search_app("", 0.0, model, gang, full * gang / tpi, trials)
+            assert app.search is not None
+            gpu_seconds += app.search.total_work(trials, app.jobs[0].work) * tpi
+        else:
+            gpu_seconds += gang * sum(budgets)
         sweeps.append((model, gang, budgets))
     mean_gap = gpu_seconds / (len(sweeps) * spec.load * spec.gpus)
     apps = []
