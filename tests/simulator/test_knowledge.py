@@ -273,3 +273,22 @@ def test_generated_searches_keep_the_draws_and_the_load() -> None:
     ]
     assert online.offered_load(64) == pytest.approx(folded.offered_load(64), rel=1e-9)
     assert all(len({j.work for j in a.jobs}) == 1 for a in online.apps)  # one budget each
+
+
+def test_a_job_past_its_declared_work_is_believed_to_have_a_tenth_left() -> None:
+    """Declared 100 iterations, truly 150: from progress 100 on, policies see 10 left (not
+    0, which would make size-aware policies starve it), until it ends at its true 150."""
+    from themis.model.state import AppState
+
+    spec = AppSpec("a", 0.0, "toy", (JobSpec("j", 1, 100.0),))
+    app = AppState(spec, TOY, 1.0)
+    job = app.jobs[0]
+    job.start((0,), 1.0, 0.0)
+    assert job.remaining_at(60.0) == approx(40.0)
+    assert job.remaining_at(120.0) == approx(10.0)
+    assert app.remaining_by_gang(120.0)[1].total == approx(10.0)
+    job.stop(120.0, True)
+    assert job.remaining_at(130.0) == approx(10.0)
+    assert app.remaining_by_gang(130.0)[1].total == approx(10.0)
+    job.finish(150.0)
+    assert job.remaining_at(150.0) == 0.0

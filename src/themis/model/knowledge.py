@@ -9,9 +9,11 @@ size-aware policy then reads estimates through the same calls as before
 (``JobState.remaining_at``, ``AppState.remaining_by_gang``, ``AppState.t_cluster``), with no
 way back to the truth.
 
-A job that has run past its declared work is believed to have nothing left
-(``remaining_at`` is clamped at 0): the way a scheduler that trusts declarations sees a
-job that overruns them.
+A live job that has run past its declared work is believed to have ``OVERRUN_SHARE`` of
+its declared work left, for as long as it runs on: the scheduler learns from progress
+that the declaration was short, and does not take "nothing left" for an answer (a policy
+that did would starve the job: nothing to gain from GPUs it does not seem to need). No
+job overruns with ``E == 0``.
 
 With ``E == 0`` a declared spec *is* the true spec (the same object), so every schedule is
 the one an all-knowing scheduler made before estimates existed, bit for bit.
@@ -25,6 +27,10 @@ from dataclasses import replace
 
 from themis.errors import ThemisError
 from themis.model.workload import AppSpec
+
+#: What a job that has overrun its declared work is believed to have left, as a share of
+#: that declaration: the error bound a user is typically within (docs/knowledge.md).
+OVERRUN_SHARE = 0.1
 
 
 def check_estimate_error(error: float) -> None:

@@ -21,6 +21,7 @@ from bisect import bisect_left, insort
 from functools import reduce
 
 from themis.fairness.ftf import GangWork
+from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
 
@@ -77,8 +78,15 @@ class JobState:
         return self.finished_at is not None
 
     def remaining_at(self, t: float) -> float:
-        """Declared work left at ``t`` (an estimate: see the module docstring)."""
-        return max(0.0, self.spec.work - self.done - self.rate * (t - self.updated_at))
+        """Declared work left at ``t`` (an estimate: see the module docstring); a live job
+        that has run past its declared work is believed to have ``OVERRUN_SHARE`` of it
+        left (``themis.model.knowledge``)."""
+        rem = self.spec.work - self.done - self.rate * (t - self.updated_at)
+        if rem > 0.0:
+            return rem
+        if self.finished_at is None:
+            return OVERRUN_SHARE * self.spec.work
+        return 0.0
 
     def start(self, gpus: tuple[int, ...], rate: float, now: float, restart: float = 0.0) -> None:
         """Run on ``gpus`` at ``rate`` iterations/s after ``restart`` seconds of no progress."""
@@ -233,7 +241,10 @@ class AppState:
             insort(self._running, job, key=operator.attrgetter("index"))
             return
         # longest remaining first, stable in submission order (a sort by done - work)
-        key = (job.done - job.spec.work, job.index)
+        rem = job.spec.work - job.done
+        if not rem > 0.0:  # overrun: as remaining_at
+            rem = OVERRUN_SHARE * job.spec.work
+        key = (-rem, job.index)
         job.listed = key
         k = bisect_left(self._idle_keys, key)
         self._idle_keys.insert(k, key)
@@ -242,7 +253,7 @@ class AppState:
         keys = self._gang_keys.setdefault(gang, [])
         k = bisect_left(keys, key)
         keys.insert(k, key)
-        self._gang_rems.setdefault(gang, []).insert(k, job.spec.work - job.done)
+        self._gang_rems.setdefault(gang, []).insert(k, rem)
         if touched is not None:
             touched.add(gang)
 
@@ -291,8 +302,8 @@ class AppState:
         acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
         for job in self._running:
             rem = job.spec.work - job.done - job.rate * (t - job.updated_at)  # remaining_at
-            if not rem > 0.0:  # exactly max(0.0, rem)
-                rem = 0.0
+            if not rem > 0.0:  # overrun: as remaining_at
+                rem = OVERRUN_SHARE * job.spec.work
             entry = acc.get(job.spec.gang)
             if entry is None:
                 acc[job.spec.gang] = [rem, rem, 1]
