@@ -25,6 +25,7 @@ from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
 from themis.experiments.paper import CLUSTER, plan
 from themis.experiments.runner import default_workers, run_many
+from themis.policies import policy_names
 from themis.reports.files import ensure_dir
 from themis.workload import load_workload
 
@@ -114,13 +115,18 @@ def paper(
     click.echo(f"wrote {path}, {out / RESULTS_MD}, {out / RESULTS_JSON}")
 
 
+#: The size-aware policies a lie about work can move (the finish-time-fair ones under any
+#: of their names, SRTF, Optimus), measured when registered.
+TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "gavel-ftf", "gavel", "srtf", "optimus")
+
+
 @experiment.command(short_help="What a lying app gains, and the honest ones lose, per policy.")
 @click.option(
     "--policies",
-    default="themis,gavel-ftf,srtf,optimus",
-    show_default=True,
+    default=None,
     metavar="A,B,...",
-    help="Policies to measure.",
+    help="Policies to measure  [default: those of themis, ftf-oracle, gavel-ftf, gavel, srtf "
+    "and optimus that are registered]",
 )
 @click.option(
     "--liar",
@@ -146,7 +152,7 @@ def paper(
 @workers_option
 @QUIET
 def truthfulness(
-    policies: str,
+    policies: str | None,
     liar: str | None,
     factors: str,
     out: Path,
@@ -161,7 +167,11 @@ def truthfulness(
 
     if options.get("misreport"):
         raise ThemisError("the experiment chooses the liar: use --liar", field="--misreport")
-    names = parse_policies(policies, "--policies")
+    if policies is None:
+        known = policy_names()
+        names = [p for p in TRUTHFULNESS_POLICIES if p in known]
+    else:
+        names = parse_policies(policies, "--policies")
     try:
         factor_list = [float(x) for x in factors.split(",")]
     except ValueError:
