@@ -324,9 +324,9 @@ def make_config(
             GENERATED_FORMAT,
             app_gap,
             variants,
-            estimate_error,
-            restart_cost,
-            lies,
+            estimate_error=estimate_error,
+            restart_cost_s=restart_cost,
+            misreport=lies,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -343,9 +343,9 @@ def make_config(
         fmt.value,
         app_gap,
         variants,
-        estimate_error,
-        restart_cost,
-        lies,
+        estimate_error=estimate_error,
+        restart_cost_s=restart_cost,
+        misreport=lies,
     )
 
 
