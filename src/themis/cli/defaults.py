@@ -47,3 +47,16 @@ APP_INTERVAL_S = _LOADER_APP_INTERVAL
 
 #: Where runs are written: ``OUT_DIR/<policy>`` for simulate, ``OUT_DIR/compare`` for compare.
 OUT_DIR = "out"
+
+#: Estimate error E of what policies know about job lengths (DESIGN §9): 0, each policy
+#: sees every job's true work, which keeps every earlier result reproducible. Realistic
+#: values are 0.2 to 0.5 (users' declared budgets); see docs/knowledge.md.
+ESTIMATE_ERROR = 0.0
+
+#: Seconds each (re)start of a gang costs (checkpoint load, process start, CUDA and NCCL
+#: set-up). 0 keeps every earlier result reproducible. RESTART_COST_REALISTIC_S is what we
+#: would pick for deep-learning jobs: the runtime measured 1.5-3 s per hand-over for a
+#: numpy MLP on a 2-core machine (docs/runtime.md, "Measured"); a CNN adds loading its
+#: checkpoint, CUDA context and data-loader warm-up, typically tens of seconds.
+RESTART_COST_S = 0.0
+RESTART_COST_REALISTIC_S = 30.0

@@ -25,7 +25,7 @@ from themis.experiments.workloads import (
 from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
-from themis.simulator.engine import check_fits
+from themis.simulator.engine import Conditions, check_fits
 from themis.units import gpu_hours_text
 from themis.workload import (
     DEFAULT_APP_GAP,
@@ -62,6 +62,9 @@ class RunConfig:
     reservation_bound_s: float | None = None
     #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
     lease_align_s: float = 0.0
+    estimate_error: float = defaults.ESTIMATE_ERROR
+    restart_cost_s: float = defaults.RESTART_COST_S
+    misreport: tuple[tuple[str, float], ...] = ()
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(
@@ -71,6 +74,10 @@ class RunConfig:
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
         )
+
+    def conditions(self) -> Conditions:
+        """What the simulator does to every policy: estimate error and restart cost."""
+        return Conditions(self.estimate_error, self.restart_cost_s, self.misreport)
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -99,6 +106,9 @@ class RunConfig:
         out["lease_align_s"] = self.lease_align_s
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
+        out["estimate_error"] = self.estimate_error
+        out["restart_cost_s"] = self.restart_cost_s
+        out["misreport"] = dict(self.misreport)
         return out
 
 
@@ -209,7 +219,32 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             type=int,
             default=defaults.SEED,
             show_default=True,
-            help="Seed of the model draw and the policy's random choices.",
+            help="Seed of the model draw, the estimate errors and the policy's random choices.",
+        ),
+        click.option(
+            "--estimate-error",
+            type=float,
+            default=defaults.ESTIMATE_ERROR,
+            show_default=True,
+            metavar="E",
+            help="0 <= E < 1: each job's work, as policies see it, is its true work times a "
+            "seeded factor in [1-E, 1+E] (the simulator keeps the truth).",
+        ),
+        click.option(
+            "--restart-cost",
+            type=float,
+            default=defaults.RESTART_COST_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Seconds of no progress at each start, resume or migration of a gang (GPUs "
+            f"held; {defaults.RESTART_COST_REALISTIC_S:g} is realistic for deep nets).",
+        ),
+        click.option(
+            "--misreport",
+            multiple=True,
+            metavar="APP=FACTOR",
+            help="App APP declares FACTOR times its work (e.g. 2): a lying app, for "
+            "truthfulness experiments. Repeatable.",
         ),
         arrivals_option(),
         click.option(
@@ -288,6 +323,9 @@ def make_config(
     throughputs: str | None = None,
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
+    estimate_error: float = defaults.ESTIMATE_ERROR,
+    restart_cost: float = defaults.RESTART_COST_S,
+    misreport: tuple[str, ...] = (),
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -318,6 +356,8 @@ def make_config(
         )
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
+    lies = parse_misreport(misreport)
+    Conditions(estimate_error, restart_cost, lies).check()
     if is_generated(trace):
         if trace_format_name is not None:
             raise ThemisError("a generated workload has no file format", field="--format")
@@ -341,6 +381,9 @@ def make_config(
             variants,
             reservation_bound_s=reservation_bound,
             lease_align_s=lease_align,
+            estimate_error=estimate_error,
+            restart_cost_s=restart_cost,
+            misreport=lies,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -360,7 +403,27 @@ def make_config(
         throughputs,
         reservation_bound_s=reservation_bound,
         lease_align_s=lease_align,
+        estimate_error=estimate_error,
+        restart_cost_s=restart_cost,
+        misreport=lies,
     )
+
+
+def parse_misreport(items: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    """``--misreport APP=FACTOR`` values, each app once."""
+    out: dict[str, float] = {}
+    for item in items:
+        app_id, sep, text = item.partition("=")
+        if not sep or not app_id.strip():
+            raise ThemisError(f"'{item}' is not APP=FACTOR (e.g. app3=2)", field="--misreport")
+        try:
+            factor = float(text)
+        except ValueError:
+            raise ThemisError(f"'{text}' is not a number", field="--misreport") from None
+        if app_id.strip() in out:
+            raise ThemisError(f"app '{app_id.strip()}' listed twice", field="--misreport")
+        out[app_id.strip()] = factor
+    return tuple(out.items())
 
 
 #: ``-j/--workers``: how many simulations run at once (``compare``, ``experiment``).
@@ -419,6 +482,10 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
         )
     workload = config.variants.apply(workload, cluster, config.seed)
     check_fits(workload, cluster)
+    known = {a.app_id for a in workload.apps}
+    for app_id, _ in config.misreport:
+        if app_id not in known:
+            raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
     return workload, cluster
 
 

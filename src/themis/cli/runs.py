@@ -34,6 +34,7 @@ def request(
         params={"seed": config.seed},
         out_dir=out_dir,
         config={"policy": policy, **config.to_dict()},
+        conditions=config.conditions(),
     )
 
 

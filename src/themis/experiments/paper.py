@@ -10,7 +10,10 @@ leases, one app every 9,000 s):
 - contention: arrivals compressed 1x, 2x and 4x;
 - placement sensitivity: the share of apps training a VGG-family model, 0% to 100%, on
   trials resized to Philly's gang mix (with the trace's one-GPU trials placement could not
-  matter).
+  matter);
+- estimate error (docs/knowledge.md): what size-aware policies see of each job's work is
+  off by up to 0%, 10%, 20%, 50%;
+- restart cost: 0, 30 and 120 s per start, resume or migration of a gang.
 
 With several seeds (``--seeds``) every run is repeated per seed: the model draw of the
 trace, the variants' draws (gang sizes, which apps train VGG) and the policies' random
@@ -30,7 +33,7 @@ from themis.experiments.runner import RunRequest
 from themis.experiments.variants import compress_arrivals, with_gang_mix, with_model_share
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW
+from themis.simulator.engine import DEFAULT_BATCH_WINDOW, Conditions
 
 CLUSTER = "2x4x8"
 #: Machines x GPUs per machine in CLUSTER: the largest gang that fits one machine is 8.
@@ -41,6 +44,10 @@ FAIRNESS_KNOBS = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9)
 LEASES_S = (300.0, 600.0, 1200.0, 1800.0, 3600.0)
 CONTENTION = (1.0, 2.0, 4.0)
 VGG_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+ESTIMATE_ERRORS = (0.0, 0.1, 0.2, 0.5)
+RESTART_COSTS_S = (0.0, 30.0, 120.0)
+#: The main comparison's conditions: exact estimates, free restarts (earlier results).
+MAIN_CONDITIONS = Conditions()
 
 
 @dataclass(frozen=True)
@@ -59,10 +66,14 @@ class Sweep:
 
 
 def _request(
-    workload: Workload, policy: str, seed: int, options: PolicyOptions = BASE
+    workload: Workload,
+    policy: str,
+    seed: int,
+    options: PolicyOptions = BASE,
+    conditions: Conditions = MAIN_CONDITIONS,
 ) -> RunRequest:
     return RunRequest("", policy, workload, CLUSTER, replace(options, seed=seed),
-                      DEFAULT_BATCH_WINDOW)  # fmt: skip
+                      DEFAULT_BATCH_WINDOW, conditions=conditions)  # fmt: skip
 
 
 def sweeps(policies: Sequence[str]) -> list[Sweep]:
@@ -116,6 +127,29 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "5%, one size per app, same GPU-time); a share of apps switched to VGG models "
             "(same GPU-time), which lose 25-50% of their speed across machines.",
         ),
+        Sweep(
+            "estimate_error",
+            "Estimate error",
+            "estimate error E (job work seen x U[1-E, 1+E])",
+            ESTIMATE_ERRORS,
+            keep("themis", "ftf-oracle", "gavel", "srtf", "optimus"),
+            lambda w, v, p, s: _request(
+                w, p, s, conditions=replace(MAIN_CONDITIONS, estimate_error=v)
+            ),
+            "Size-aware policies see each job's work off by a seeded factor in [1-E, 1+E]; "
+            "the simulator runs the true work.",
+        ),
+        Sweep(
+            "restart_cost_s",
+            "Restart cost",
+            "restart cost (s per start, resume or migration)",
+            RESTART_COSTS_S,
+            keep("themis", "ftf-oracle", "tiresias", "gandiva"),
+            lambda w, v, p, s: _request(
+                w, p, s, conditions=replace(MAIN_CONDITIONS, restart_cost=v)
+            ),
+            "Every (re)start of a gang holds its GPUs this long without progress.",
+        ),
     ]
     return [sweep for sweep in every if sweep.policies]
 
@@ -126,6 +160,8 @@ def is_main_point(sweep: Sweep, value: float) -> bool:
         "fairness_knob": BASE.fairness_knob,
         "lease_s": BASE.lease,
         "contention": 1.0,
+        "estimate_error": MAIN_CONDITIONS.estimate_error,
+        "restart_cost_s": MAIN_CONDITIONS.restart_cost,
     }
     return sweep.key in main and main[sweep.key] == value
 

@@ -68,6 +68,10 @@ def _value_text(sweep: Sweep, value: float) -> str:
         return f"{100 * value:g}%"
     if sweep.key == "contention":
         return f"{value:g}x"
+    if sweep.key == "estimate_error":
+        return f"{100 * value:g}%"
+    if sweep.key == "restart_cost_s":
+        return f"{value:g} s"
     return f"{value:g}"
 
 

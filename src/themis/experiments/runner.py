@@ -25,7 +25,7 @@ from themis.policies import PolicyOptions, make_policy
 from themis.reports.files import write_run
 from themis.reports.record import RunRecord, record_run
 from themis.simulator import simulate
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW
+from themis.simulator.engine import DEFAULT_BATCH_WINDOW, Conditions
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class RunRequest:
     #: written there by whichever process ran it, with ``config`` recorded in the summary.
     out_dir: Path | None = None
     config: Mapping[str, Any] | None = None
+    #: Estimate error and restart cost (the simulator's, applied to every policy alike).
+    conditions: Conditions = Conditions()
 
 
 #: Called with (label, apps finished, apps in the run) as runs progress.
@@ -70,6 +72,7 @@ def execute(request: RunRequest, on_progress: ProgressFn | None = None) -> RunRe
         make_policy(request.policy, request.options),
         batch_window=request.batch_window,
         on_app_finished=finished,
+        conditions=request.conditions,
     )
     cpu_s = time.process_time() - started
     record = replace(record_run(result, request.label, request.params), cpu_s=cpu_s)

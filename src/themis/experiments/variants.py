@@ -64,7 +64,10 @@ def _retrain(workload: Workload, app: AppSpec, model: str) -> AppSpec:
         / workload.profiles[model].time_per_iteration
     )
     jobs = tuple(replace(j, work=j.work * scale) for j in app.jobs)
-    return replace(app, model=model, jobs=jobs)
+    search = app.search
+    if search is not None:  # rungs at the same fractions of the budget
+        search = replace(search, min_work=search.min_work * scale)
+    return replace(app, model=model, jobs=jobs, search=search)
 
 
 def with_gang_mix(

@@ -17,7 +17,7 @@ same distribution, not five replays of one draw.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from themis.errors import ThemisError
@@ -35,6 +35,7 @@ GENERATE_KEYS: dict[str, type] = {
     "load": float,
     "min_trials": int,
     "max_trials": int,
+    "online_halving": int,
 }
 
 
@@ -84,9 +85,7 @@ def generated_workload(
     spec = parse_generate(trace, cluster.size, seed)
     workload = generate(spec, profiles)
     body = trace[len(GENERATE_PREFIX) :]
-    return Workload(
-        workload.apps, workload.profiles, f"generated ({body}, seed {seed})", workload.notes
-    )
+    return replace(workload, source=f"generated ({body}, seed {seed})")
 
 
 @dataclass(frozen=True)

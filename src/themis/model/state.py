@@ -4,6 +4,14 @@ Progress is kept exactly as the integral of speed: a running job's iterations do
 ``done + rate * (t - updated_at)``; ``advance`` folds that into ``done`` whenever the
 job's speed is about to change. Policies read these objects and never change them: only
 the mechanism (simulator or runtime) applies a schedule.
+
+What these objects say is what a scheduler knows (DESIGN §9): ``spec.work`` is the work
+the user declared, so ``remaining_at`` and ``remaining_by_gang`` are estimates (declared
+work minus observed progress, never below 0). The simulator keeps each job's true work
+to itself (``themis.model.knowledge``). A (re)start that costs ``restart`` seconds makes
+no progress for that long: ``updated_at`` is then in the future, so the remaining work a
+scheduler sees includes the rest of the restart, and ``held_since`` keeps counting the
+GPU-time held (``attained``) from the start.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from bisect import bisect_left, insort
 from functools import reduce
 
 from themis.fairness.ftf import GangWork
+from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
 
@@ -23,6 +32,7 @@ class JobState:
         "app",
         "done",
         "updated_at",
+        "held_since",
         "rate",
         "gpus",
         "until",
@@ -42,6 +52,7 @@ class JobState:
         self.listed: tuple[float, int] | str | None = None
         self.done = 0.0
         self.updated_at = 0.0
+        self.held_since = 0.0  # attained GPU-time is counted up to here
         self.rate = 0.0
         self.gpus: tuple[int, ...] = ()
         self.until: float | None = None
@@ -67,13 +78,24 @@ class JobState:
         return self.finished_at is not None
 
     def remaining_at(self, t: float) -> float:
-        return max(0.0, self.spec.work - self.done - self.rate * (t - self.updated_at))
+        """Declared work left at ``t`` (an estimate: see the module docstring); a live job
+        that has run past its declared work is believed to have ``OVERRUN_SHARE`` of it
+        left (``themis.model.knowledge``)."""
+        rem = self.spec.work - self.done - self.rate * (t - self.updated_at)
+        if rem > 0.0:
+            return rem
+        if self.finished_at is None:
+            return OVERRUN_SHARE * self.spec.work
+        return 0.0
 
-    def start(self, gpus: tuple[int, ...], rate: float, now: float) -> None:
+    def start(self, gpus: tuple[int, ...], rate: float, now: float, restart: float = 0.0) -> None:
+        """Run on ``gpus`` at ``rate`` iterations/s after ``restart`` seconds of no progress."""
         self.advance(now, False)
         self.gpus = gpus
         self.rate = rate
         self.started_at = now
+        if restart > 0.0:
+            self.updated_at = now + restart
         self.app.job_changed(self)
 
     def stop(self, now: float, best: bool) -> None:
@@ -90,14 +112,20 @@ class JobState:
         self.app.job_changed(self)
 
     def advance(self, t: float, best: bool) -> None:
-        dt = t - self.updated_at
-        if dt > 0 and self.gpus:
-            self.done = min(self.spec.work, self.done + self.rate * dt)
-            held = len(self.gpus) * dt
-            self.attained += held
-            if best:
-                self.best_placed += held
-        self.updated_at = t
+        # Not capped at spec.work: the declared work may be less than the true work.
+        if self.gpus:
+            dt = t - self.updated_at
+            if dt > 0:
+                self.done += self.rate * dt
+            held_dt = t - self.held_since
+            if held_dt > 0:
+                held = len(self.gpus) * held_dt
+                self.attained += held
+                if best:
+                    self.best_placed += held
+        if t > self.updated_at or not self.gpus:
+            self.updated_at = t
+        self.held_since = t
 
     def __repr__(self) -> str:
         return (
@@ -123,6 +151,9 @@ class AppState:
         # for one version. Jobs that are not running do not progress, so what is derived
         # from them stays exact between versions.
         self.version = 0
+        # Bumped by ``touch`` alone: a change that is not a start, stop or finish (a trial
+        # paused at a rung, or resumed), after which caches built from job events rebuild.
+        self.touches = 0
         self._cached_version = -1
         # Jobs changed through start/stop/finish since the caches were last brought up to
         # date; ``touch`` (any other change) makes the next refresh rebuild everything.
@@ -141,6 +172,7 @@ class AppState:
     def touch(self) -> None:
         """Mark every cache stale (after changing jobs other than by start/stop/finish)."""
         self.version += 1
+        self.touches += 1
         self._stale = True
 
     def job_changed(self, job: JobState) -> None:
@@ -209,7 +241,10 @@ class AppState:
             insort(self._running, job, key=operator.attrgetter("index"))
             return
         # longest remaining first, stable in submission order (a sort by done - work)
-        key = (job.done - job.spec.work, job.index)
+        rem = job.spec.work - job.done
+        if not rem > 0.0:  # overrun: as remaining_at
+            rem = OVERRUN_SHARE * job.spec.work
+        key = (-rem, job.index)
         job.listed = key
         k = bisect_left(self._idle_keys, key)
         self._idle_keys.insert(k, key)
@@ -218,7 +253,7 @@ class AppState:
         keys = self._gang_keys.setdefault(gang, [])
         k = bisect_left(keys, key)
         keys.insert(k, key)
-        self._gang_rems.setdefault(gang, []).insert(k, job.spec.work - job.done)
+        self._gang_rems.setdefault(gang, []).insert(k, rem)
         if touched is not None:
             touched.add(gang)
 
@@ -267,8 +302,8 @@ class AppState:
         acc: dict[int, list[float]] = {g: list(v) for g, v in self._idle_work.items()}
         for job in self._running:
             rem = job.spec.work - job.done - job.rate * (t - job.updated_at)  # remaining_at
-            if not rem > 0.0:  # exactly max(0.0, rem)
-                rem = 0.0
+            if not rem > 0.0:  # overrun: as remaining_at
+                rem = OVERRUN_SHARE * job.spec.work
             entry = acc.get(job.spec.gang)
             if entry is None:
                 acc[job.spec.gang] = [rem, rem, 1]

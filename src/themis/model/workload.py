@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from themis.model.halving import rungs
 from themis.model.profiles import ModelProfile
 
 
@@ -18,13 +21,56 @@ class JobSpec:
 
 
 @dataclass(frozen=True)
+class Search:
+    """A declared successive-halving search (DESIGN §2): the app's trials all have one
+    iteration budget (their ``work``); at each rung (``min_work * eta**k`` iterations, below
+    the budget) the best ``ceil(n / eta)`` of the ``n`` trials that reached it go on and the
+    others stop (``themis.model.halving``). What a user declares, so policies may read it;
+    which trial stops where is decided in the run, at the rungs."""
+
+    eta: int
+    min_work: float
+    mode: str = "min"
+
+    def rungs(self, budget: float) -> list[float]:
+        return rungs(self.min_work, self.eta, budget)
+
+    def total_work(self, trials: int, budget: float) -> float:
+        """Iterations the whole search runs, whichever trials stop: ``n`` trials to the
+        first rung, ``ceil(n / eta)`` of them on to the next, ..., the last ones to the
+        budget. The same for every outcome (no trial ends for another reason here)."""
+        total, alive, done = 0.0, trials, 0.0
+        for rung in self.rungs(budget):
+            total += alive * (rung - done)
+            alive, done = math.ceil(alive / self.eta), rung
+        return total + alive * (budget - done)
+
+
+@dataclass(frozen=True)
+class LossCurve:
+    """A trial's validation loss after a fraction ``x`` of its budget:
+    ``final + scale * x**-decay`` (a power law, as learning curves are fitted; Domhan et al.
+    2015). Seeded per trial by whoever makes the workload; the truth of a search, which only
+    the simulator reads, never a policy."""
+
+    final: float
+    scale: float
+    decay: float
+
+    def at(self, x: float) -> float:
+        return self.final + self.scale * math.pow(max(x, 1e-9), -self.decay)
+
+
+@dataclass(frozen=True)
 class AppSpec:
-    """An app: one model, a set of jobs, an arrival time in seconds."""
+    """An app: one model, a set of jobs, an arrival time in seconds, and optionally the
+    successive-halving search its app scheduler runs online."""
 
     app_id: str
     arrival: float
     model: str
     jobs: tuple[JobSpec, ...]
+    search: Search | None = None
 
 
 @dataclass(frozen=True)
@@ -33,18 +79,27 @@ class Workload:
     profiles: dict[str, ModelProfile]
     source: str = "<memory>"
     notes: dict[str, object] = field(default_factory=dict)
+    #: (app, job) -> loss curve, for the jobs of apps with a ``search``: the simulator's
+    #: truth, from which the rungs are decided. Never reachable from what policies read.
+    curves: Mapping[tuple[str, str], LossCurve] = field(default_factory=dict)
 
     @property
     def job_count(self) -> int:
         return sum(len(a.jobs) for a in self.apps)
 
     def gpu_seconds(self) -> float:
-        """Work in GPU-seconds at the best (one-machine) placement."""
-        return sum(
-            job.work * self.profiles[app.model].time_per_iteration
-            for app in self.apps
-            for job in app.jobs
-        )
+        """Work in GPU-seconds at the best (one-machine) placement (a search: the work its
+        successive halving runs, ``Search.total_work``)."""
+        return sum(self._gpu_seconds_terms())  # one flat sum, in job order
+
+    def _gpu_seconds_terms(self) -> Iterator[float]:
+        for app in self.apps:
+            tpi = self.profiles[app.model].time_per_iteration
+            if app.search is None:
+                yield from (job.work * tpi for job in app.jobs)
+            else:
+                budget = max(j.work for j in app.jobs)
+                yield app.search.total_work(len(app.jobs), budget) * tpi
 
     def offered_load(self, gpus: int) -> float:
         """Work offered per GPU-second while apps arrive, capped by what the jobs could

@@ -44,7 +44,7 @@ def attained_at(job: JobState, now: float) -> float:
     """GPU-seconds ``job`` has held up to ``now``: what it held in earlier stretches plus
     the stretch it is running now."""
     if job.gpus:
-        return job.attained + len(job.gpus) * (now - job.updated_at)
+        return job.attained + len(job.gpus) * (now - job.held_since)
     return job.attained
 
 
@@ -56,6 +56,7 @@ class _AppRanking:
     version: int
     running: frozenset[JobState]
     ranked: list[tuple[float, int, JobState]]
+    touches: int = 0  # the app's ``touches`` when built
 
 
 class RankedPolicy(Policy):
@@ -128,7 +129,7 @@ class RankedPolicy(Policy):
         self, app: AppState, pos: int, now: float, cluster: Cluster
     ) -> Iterator[_Ranked]:
         cached = self._waiting.get(app)
-        if cached is None:
+        if cached is None or cached.touches != app.touches:  # touched: rebuilt
             cached = self._rank_waiting(app, now, cluster)
         elif cached.version != app.version:
             self._update(app, cached, now, cluster)
@@ -138,7 +139,7 @@ class RankedPolicy(Policy):
     def _rank_waiting(self, app: AppState, now: float, cluster: Cluster) -> _AppRanking:
         index = submission_index(self._index, app)
         ranked = sorted((self.rank(job, now, cluster), index[job], job) for job in app.idle_jobs())
-        cached = _AppRanking(app.version, frozenset(app.running_jobs()), ranked)
+        cached = _AppRanking(app.version, frozenset(app.running_jobs()), ranked, app.touches)
         self._waiting[app] = cached
         return cached
 

@@ -69,6 +69,7 @@ class _AppQueues:
     running: frozenset[JobState]
     queues: list[list[_Entry]]
     next_promotion: float
+    touches: int = 0  # the app's ``touches`` when built
 
 
 @register
@@ -214,7 +215,7 @@ class TiresiasPolicy(Policy):
         if mark is None:  # started by someone else
             mark = self._marks[job] = (now, 0.0)
         gang = job.spec.gang
-        service = job.attained + gang * (now - job.updated_at) - mark[1]
+        service = job.attained + gang * (now - job.held_since) - mark[1]
         q = bisect_right(self.thresholds, service + gang * (window + _EPS))
         entered = self._entered.get(job)
         known = entered[0] if entered is not None else 0
@@ -302,7 +303,7 @@ class TiresiasPolicy(Policy):
     def _app_queues(self, app: AppState, now: float, window: float) -> _AppQueues:
         """The app's waiting jobs by queue, after promoting those due within ``window``."""
         cached = self._waiting.get(app)
-        if cached is None:
+        if cached is None or cached.touches != app.touches:  # touched: rebuilt
             cached = self._build(app)
         elif cached.version != app.version:
             self._update(app, cached)
@@ -328,7 +329,9 @@ class TiresiasPolicy(Policy):
             next_promotion = min(next_promotion, promotion)
         for queue in queues:
             queue.sort()
-        built = _AppQueues(app.version, frozenset(app.running_jobs()), queues, next_promotion)
+        built = _AppQueues(
+            app.version, frozenset(app.running_jobs()), queues, next_promotion, app.touches
+        )
         self._waiting[app] = built
         return built
 

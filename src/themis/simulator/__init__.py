@@ -1,5 +1,5 @@
 """Trace-driven discrete-event simulation in virtual seconds."""
 
-from themis.simulator.engine import SimulationResult, Simulator, simulate
+from themis.simulator.engine import Conditions, SimulationResult, Simulator, simulate
 
-__all__ = ["SimulationResult", "Simulator", "simulate"]
+__all__ = ["Conditions", "SimulationResult", "Simulator", "simulate"]

@@ -3,22 +3,33 @@ at one instant, and exact progress accounting in virtual seconds.
 
 No wall clock is read anywhere: a run is a function of the workload, the cluster, the
 policy and its seed.
+
+The simulator keeps the truth and policies see estimates (DESIGN §9): apps are admitted
+with their *declared* specs (``themis.model.knowledge``), while each job's true work, the
+loss curves of online searches (``simulator/search.py``) and each app's true ``T_cluster``
+stay here. Job ends, progress and the report use the truth; an app's ``t_cluster`` is the
+estimate while it runs and the truth once it has finished (policies never see it again).
+Each (re)start of a gang costs ``Conditions.restart_cost`` seconds of no progress.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from themis.errors import ThemisError
 from themis.fairness.ftf import ActiveApps, t_cluster
 from themis.model.cluster import Cluster
+from themis.model.knowledge import check_estimate_error, declared
+from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
 from themis.policies.base import Policy, Schedule, SchedulingView
 from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
+from themis.simulator.search import SearchBook
 from themis.workload.formats import gang_field
 
 #: Events closer than this (seconds) are handled as one instant.
@@ -27,6 +38,56 @@ EPSILON = 1e-6
 #: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
 #: round then holds several apps' GPUs at once instead of one lease at a time.
 DEFAULT_BATCH_WINDOW = 30.0
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the world does to every policy alike (DESIGN §9).
+
+    ``estimate_error`` E: each job's declared work is its true work times a factor drawn
+    uniformly from [1 - E, 1 + E] with the run's seed (``PolicyOptions.seed``).
+    ``restart_cost``: seconds a gang holds its GPUs without progress at each start, resume
+    or migration (checkpoint load, process start). Both default to 0 here, so that the
+    library reproduces earlier results; the CLI states its own defaults.
+    """
+
+    estimate_error: float = 0.0
+    restart_cost: float = 0.0
+    #: (app, factor): apps that misreport their work on purpose, declaring ``factor``
+    #: times it (the truthfulness experiment, ``experiments/truthfulness.py``).
+    misreport: tuple[tuple[str, float], ...] = ()
+
+    def check(self) -> None:
+        check_estimate_error(self.estimate_error)
+        for app_id, factor in self.misreport:
+            if not (math.isfinite(factor) and factor > 0):
+                raise ThemisError(
+                    f"{app_id}: the factor must be a number > 0, got {factor}",
+                    field="--misreport",
+                )
+        if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
+            raise ThemisError(
+                f"must be a number of seconds >= 0, got {self.restart_cost}",
+                field="--restart-cost",
+            )
+
+
+class _NAvg:
+    """The time-averaged number of active apps of an app, now: what a view's ``n_avg``
+    reads (a small object rather than the simulator, which holds the truth)."""
+
+    __slots__ = ("activity", "admitted_at", "integral_at_arrival", "now")
+
+    def __init__(self, activity: ActiveApps) -> None:
+        self.activity = activity
+        self.admitted_at: dict[str, float] = {}
+        self.integral_at_arrival: dict[str, float] = {}
+        self.now = 0.0
+
+    def __call__(self, app: AppState) -> float:
+        return self.activity.n_avg(
+            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], self.now
+        )
 
 
 @dataclass(frozen=True)
@@ -64,21 +125,38 @@ class Simulator:
         policy: Policy,
         batch_window: float = DEFAULT_BATCH_WINDOW,
         on_app_finished: Callable[[int, int], None] | None = None,
+        conditions: Conditions = Conditions(),
     ) -> None:
         check_fits(workload, cluster)
+        conditions.check()
+        known = {a.app_id for a in workload.apps}
+        for app_id, _ in conditions.misreport:
+            if app_id not in known:
+                raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
         self.workload = workload
         self.cluster = cluster
         self.policy = policy
         self.batch_window = batch_window
         self.on_app_finished = on_app_finished
+        self.conditions = conditions
+        self.restart_cost = conditions.restart_cost
+        self._lies = dict(conditions.misreport)
         self.active: list[AppState] = []
         self.all_apps: list[AppState] = []
         self.activity = ActiveApps()
-        self.integral_at_arrival: dict[str, float] = {}
+        self._n_avg = _NAvg(self.activity)
+        self.integral_at_arrival = self._n_avg.integral_at_arrival
         # When each app entered the books: its arrival, or up to EPSILON later when its
         # arrival was batched with a later event. N_avg is averaged from here, where its
         # integral starts.
-        self.admitted_at: dict[str, float] = {}
+        self.admitted_at = self._n_avg.admitted_at
+        # The truth, never handed to a policy: each job's true work, where its current
+        # run stops (its end, or its next rung), the searches, the apps' true T_cluster.
+        self._work: dict[JobState, float] = {}
+        self._stop_at: dict[JobState, float] = {}
+        self._searches: dict[AppState, SearchBook] = {}
+        self._true_specs: dict[AppState, AppSpec] = {}
+        self._t_cluster: dict[AppState, float] = {}
         self.n_avg_lifetime: dict[str, float] = {}
         self.tokens: dict[int, int] = {}
         self.intervals: list[Interval] = []
@@ -128,11 +206,26 @@ class Simulator:
 
     def admit(self, spec: AppSpec, now: float) -> None:
         profile = self.workload.profiles[spec.model]
-        app = AppState(spec, profile, 0.0)
+        app = AppState(
+            declared(
+                spec,
+                self.conditions.estimate_error,
+                self.policy.options.seed,
+                self._lies.get(spec.app_id, 1.0),
+            ),
+            profile,
+            0.0,
+        )
         app.t_cluster = t_cluster(profile, app.remaining_by_gang(now), self.cluster.shape)
-        for job in app.jobs:
-            job.updated_at = now
-            if job.spec.work <= 0:
+        self._true_specs[app] = spec
+        if app.spec is not spec and spec.search is None:
+            self._t_cluster[app] = _t_cluster_of(spec, profile, now, self.cluster)
+        if spec.search is not None:
+            self._searches[app] = SearchBook(spec, self.workload.curves)
+        for job, truth in zip(app.jobs, spec.jobs, strict=True):
+            self._work[job] = truth.work
+            job.updated_at = job.held_since = now
+            if truth.work <= 0:
                 job.finish(spec.arrival)  # nothing to run (a trial that died at once)
         self.activity.change(now, +1)
         self.integral_at_arrival[app.app_id] = self.activity.integral(now)
@@ -142,6 +235,26 @@ class Simulator:
         if not app.live_jobs():
             self._app_done(app, now, finish=spec.arrival)
 
+    def job_reached(self, job: JobState, now: float) -> None:
+        """``job``'s run reached where it was to stop: its end, or a rung of its search."""
+        search = self._searches.get(job.app)
+        rung = self._stop_at.pop(job, None)
+        if search is None or rung is None or rung >= self._work[job]:
+            self.finish_job(job, now)
+            return
+        self._stop(job, now)
+        job.done = rung  # exactly at the rung: it resumes from there
+        job.finished_at = now  # paused: no demand, the scheduler sees it as ended
+        job.app.touch()
+        _, resumed = search.reached(job.job_id, rung)
+        for other in job.app.jobs:
+            if other.job_id in resumed:
+                other.finished_at = None
+                other.updated_at = other.held_since = now
+        job.app.touch()
+        if all(j.finished_at is not None for j in job.app.jobs):
+            self._app_done(job.app, now)
+
     def finish_job(self, job: JobState, now: float) -> None:
         self._stop(job, now)
         job.finish(now)
@@ -150,6 +263,13 @@ class Simulator:
 
     def _app_done(self, app: AppState, now: float, finish: float | None = None) -> None:
         """``finish`` defaults to ``now``; an app with no work finishes at its arrival."""
+        search = self._searches.get(app)
+        if search is not None:  # T_cluster of the work the trials did in the end
+            spec = self._true_specs[app]
+            did = tuple(replace(j, work=search.realized(j.job_id, j.work)) for j in spec.jobs)
+            app.t_cluster = _t_cluster_of(replace(spec, jobs=did), app.profile, now, self.cluster)
+        elif app in self._t_cluster:
+            app.t_cluster = self._t_cluster[app]  # the truth, for the report
         app.finish = now if finish is None else finish
         self.n_avg_lifetime[app.app_id] = self.activity.n_avg(
             self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], now
@@ -171,13 +291,8 @@ class Simulator:
 
     # -- rounds -----------------------------------------------------------------------------
 
-    def _n_avg(self, app: AppState) -> float:
-        return self.activity.n_avg(
-            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], self._now
-        )
-
     def _round(self, now: float) -> None:
-        self._now = now
+        self._n_avg.now = now
         self.rounds += 1
         view = SchedulingView(now, self.cluster, list(self.active), self._n_avg, self.batch_window)
         schedule = self.policy.schedule(view)
@@ -207,12 +322,19 @@ class Simulator:
                 self._push(grant.until, GrantEnd())
 
     def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
-        job.start(
-            tuple(sorted(gpus)), job.app.profile.speed(len(gpus), self.cluster.span(gpus)), now
-        )
+        rate = job.app.profile.speed(len(gpus), self.cluster.span(gpus))
+        job.start(tuple(sorted(gpus)), rate, now, self.restart_cost)
         token = next(self._token)
         self.tokens[id(job)] = token
-        self._push(now + job.remaining_at(now) / job.rate, JobEnd(job, token))
+        stop = self._work[job]
+        search = self._searches.get(job.app)
+        if search is not None:
+            stop = min(stop, search.stop_point(job.done))
+            self._stop_at[job] = stop
+        left = stop - job.done
+        if not left > 0.0:  # exactly max(0.0, left), as remaining_at was
+            left = 0.0
+        self._push(now + self.restart_cost + left / job.rate, JobEnd(job, token))
 
     def _stop(self, job: JobState, now: float) -> None:
         best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
@@ -266,5 +388,11 @@ def simulate(
     policy: Policy,
     batch_window: float = DEFAULT_BATCH_WINDOW,
     on_app_finished: Callable[[int, int], None] | None = None,
+    conditions: Conditions = Conditions(),
 ) -> SimulationResult:
-    return Simulator(workload, cluster, policy, batch_window, on_app_finished).run()
+    return Simulator(workload, cluster, policy, batch_window, on_app_finished, conditions).run()
+
+
+def _t_cluster_of(spec: AppSpec, profile: ModelProfile, now: float, cluster: Cluster) -> float:
+    """``T_cluster`` of ``spec``'s jobs as written (the truth the report needs)."""
+    return t_cluster(profile, AppState(spec, profile, 0.0).remaining_by_gang(now), cluster.shape)

@@ -35,7 +35,7 @@ class JobEnd(Event):
     def handle(self, sim: Simulator, now: float) -> bool:
         if sim.tokens.get(id(self.job)) != self.token or not self.job.gpus:
             return False
-        sim.finish_job(self.job, now)
+        sim.job_reached(self.job, now)
         return True
 
 

@@ -15,6 +15,19 @@ Distributions (docs/traces.md, "Generator"), all drawn from one ``random.Random(
   stopped at rung ``k`` ran ``D / 2^(R-k)``; the last one ran ``D``. Which trial stops
   when is a random permutation. This is the app scheduler's early stopping folded into
   the trace, the way HyperDrive records stopped trials as short jobs.
+- **Online successive halving** (``online_halving``). Instead of folding the stopping into
+  the durations, each trial of an app gets the full budget ``D`` (rounded to whole
+  iterations, a power-of-2 multiple of its first rung) and the app declares its search:
+  ``eta = 2``, rungs at ``D / 2^R, D / 2^(R-1), ..., D / 2`` with ``R = ceil(log2 n)``
+  (so that keeping ``ceil(n / 2)`` at each rung leaves one trial). Each trial gets a loss
+  curve ``final + scale * x^-decay`` (x: the fraction of the budget done) with ``final``
+  U(0.05, 0.5), ``scale`` U(0.05, 0.5), ``decay`` U(0.3, 1.0), drawn from a second
+  ``Random`` seeded from the seed, so that models, gangs and durations are drawn exactly
+  as without the option; the arrival gaps aim at ``load`` with the work the searches will
+  run (``Search.total_work``: the same whichever trials stop), so they are the same
+  draws, scaled. Curves cross, so an early rung sometimes stops the eventual best trial, as
+  in real searches. Which trial stops where is decided during the run, at the rungs
+  (``simulator/search.py``). HyperDrive stays as it is: its durations are what Philly ran.
 - **Arrivals.** Exponential gaps of mean ``W / (apps * load * gpus)``, where ``W`` is the
   sweep GPU-seconds drawn: the workload offers ``load`` GPU-seconds of work per
   GPU-second of a ``gpus``-GPU cluster while apps arrive. The first app arrives at 0.
@@ -28,7 +41,7 @@ from dataclasses import dataclass
 
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile
-from themis.model.workload import AppSpec, JobSpec, Workload
+from themis.model.workload import AppSpec, JobSpec, LossCurve, Search, Workload
 
 #: (gang, cumulative probability): 70% 1 GPU, 10% 2, 15% 4, 5% 8.
 GANG_MIX = ((1, 0.70), (2, 0.80), (4, 0.95), (8, 1.0))
@@ -48,6 +61,8 @@ class GeneratorSpec:
     gpus: int = 64
     min_trials: int = 1
     max_trials: int = 16
+    #: 1: apps declare their search and the simulator decides it online (see above).
+    online_halving: int = 0
 
     def check(self) -> None:
         if self.jobs < 1:
@@ -63,6 +78,8 @@ class GeneratorSpec:
                 f"must be >= --min-trials ({self.min_trials}), got {self.max_trials}",
                 field="--max-trials",
             )
+        if self.online_halving not in (0, 1):
+            raise ThemisError(f"must be 0 or 1, got {self.online_halving}", field="online_halving")
 
 
 def gang_size(u: float) -> int:
@@ -106,15 +123,35 @@ def generate(spec: GeneratorSpec, profiles: dict[str, ModelProfile]) -> Workload
         full = 60.0 * 10 ** rng.uniform(low, high)
         budgets = halving_budgets(trials, full)
         rng.shuffle(budgets)
-        gpu_seconds += gang * sum(budgets)
+        if spec.online_halving:  # the work the declared search will run, exactly
+            tpi = profiles[model].time_per_iteration
+            app = _search_app("", 0.0, model, gang, full * gang / tpi, trials)
+            assert app.search is not None
+            gpu_seconds += app.search.total_work(trials, app.jobs[0].work) * tpi
+        else:
+            gpu_seconds += gang * sum(budgets)
         sweeps.append((model, gang, budgets))
     mean_gap = gpu_seconds / (len(sweeps) * spec.load * spec.gpus)
     apps = []
     arrival = 0.0
+    curve_rng = random.Random(f"loss-curves:{spec.seed}")
+    curves: dict[tuple[str, str], LossCurve] = {}
     for k, (model, gang, budgets) in enumerate(sweeps):
         if k:
             arrival += rng.expovariate(1.0 / mean_gap)
         tpi = profiles[model].time_per_iteration
+        if spec.online_halving:
+            app = _search_app(
+                f"app{k}", arrival, model, gang, max(budgets) * gang / tpi, len(budgets)
+            )
+            for job in app.jobs:
+                curves[(app.app_id, job.job_id)] = LossCurve(
+                    curve_rng.uniform(0.05, 0.5),
+                    curve_rng.uniform(0.05, 0.5),
+                    curve_rng.uniform(0.3, 1.0),
+                )
+            apps.append(app)
+            continue
         jobs = tuple(
             JobSpec(f"app{k}-trial{t}", gang, seconds * gang / tpi)
             for t, seconds in enumerate(budgets)
@@ -129,8 +166,21 @@ def generate(spec: GeneratorSpec, profiles: dict[str, ModelProfile]) -> Workload
             "gpus": spec.gpus,
             "min_trials": spec.min_trials,
             "max_trials": spec.max_trials,
+            **({"online_halving": 1} if spec.online_halving else {}),
         },
         "arrivals": "trace",
         "seed": spec.seed,
     }
-    return Workload(tuple(apps), dict(profiles), f"generated (seed {spec.seed})", notes)
+    return Workload(tuple(apps), dict(profiles), f"generated (seed {spec.seed})", notes, curves)
+
+
+def _search_app(
+    app_id: str, arrival: float, model: str, gang: int, iterations: float, trials: int
+) -> AppSpec:
+    """An app of ``trials`` trials of the full budget, declaring successive halving
+    (eta 2) with rungs at whole iterations (see the module docstring)."""
+    rungs = math.ceil(math.log2(trials)) if trials > 1 else 0
+    first = max(1, round(iterations / 2**rungs))
+    budget = float(first * 2**rungs)
+    jobs = tuple(JobSpec(f"{app_id}-trial{t}", gang, budget) for t in range(trials))
+    return AppSpec(app_id, arrival, model, jobs, Search(eta=2, min_work=float(first)))

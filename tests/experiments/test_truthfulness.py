@@ -1,0 +1,82 @@
+"""A lying app's gain, measured on hand cases (2 GPUs, model ``toy``: 1 iteration/s/GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from themis.errors import ThemisError
+from themis.experiments import truthfulness as lies
+from themis.experiments.runner import RunRequest, run_many
+from themis.model.cluster import Cluster
+from themis.model.profiles import ModelProfile
+from themis.model.workload import AppSpec, JobSpec, Workload
+from themis.policies import PolicyOptions, make_policy
+from themis.simulator.engine import Conditions, Simulator
+
+TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
+FACTORS = (2.0, 0.5)
+
+
+def workload(apps: list[tuple[str, float, list[float]]]) -> Workload:
+    specs = tuple(
+        AppSpec(a, t, "toy", tuple(JobSpec(f"{a}{k}", 1, x) for k, x in enumerate(jobs)))
+        for a, t, jobs in apps
+    )
+    return Workload(specs, {"toy": TOY}, "hand")
+
+
+#: Two apps of two 400-iteration trials at t=0; a long app and a short one arriving later.
+EQUAL = workload([("A", 0.0, [400.0, 400.0]), ("B", 0.0, [400.0, 400.0])])
+LONG_SHORT = workload([("A", 0.0, [1000.0, 1000.0]), ("B", 50.0, [200.0, 200.0])])
+STAGGERED = workload(
+    [("A", 0.0, [600.0, 600.0]), ("B", 100.0, [300.0, 300.0]), ("C", 200.0, [500.0, 500.0])]
+)
+
+
+def measure(w: Workload, policy: str, liar: str) -> dict[float, lies.LieOutcome]:
+    base = [RunRequest(policy, policy, w, "1x1x2", PolicyOptions(lease=100.0))]
+    records = run_many(lies.requests(base, liar, FACTORS), workers=1)
+    rows = lies.outcomes({r.label: r for r in records}, [policy], liar, FACTORS)
+    return {o.factor: o for o in rows}
+
+
+@pytest.mark.parametrize("w", [EQUAL, LONG_SHORT], ids=["equal", "long-short"])
+@pytest.mark.parametrize("liar", ["A", "B"])
+def test_lying_about_work_does_not_pay_under_themis_on_hand_cases(w: Workload, liar: str) -> None:
+    for outcome in measure(w, "themis", liar).values():
+        assert outcome.gain <= 1e-9
+
+
+def test_srtf_rewards_an_app_that_understates_its_work() -> None:
+    """SRTF, two equal apps: honest, ties go to A, whose trials run 0-400; B's run
+    400-800. B declaring half its work ranks first: B 0-400, A 400-800. B gains half its
+    completion time, A (the only honest app) takes twice as long."""
+    b = measure(EQUAL, "srtf", "B")[0.5]
+    assert (b.liar_honest_s, b.liar_lying_s) == (800.0, 400.0)
+    assert b.gain == 0.5 and b.others_loss == 1.0
+
+
+def test_themis_is_not_proof_against_every_misreport_over_a_run() -> None:
+    """Partial Allocation is truthful about one auction's bids given the estimates; an app
+    that overstates its work changes the estimates themselves (its T_cluster and its
+    remaining work both grow, so it looks better off), and over a run of several auctions
+    that can pay: here B, arriving second, gains by declaring twice its work."""
+    assert measure(STAGGERED, "themis", "B")[2.0].gain > 0.1
+
+
+def test_the_table_names_each_lie() -> None:
+    rows = list(measure(EQUAL, "srtf", "B").values())
+    text = lies.markdown(rows)
+    assert "| srtf | 0.5x its work | 0.2 -> 0.1 | +50.0% | +100.0% |" in text
+
+
+def test_misreporting_an_unknown_app_is_a_user_error() -> None:
+    with pytest.raises(ThemisError, match="no app 'Z'"):
+        Simulator(
+            EQUAL,
+            Cluster.from_spec("1x1x2"),
+            make_policy("fifo", PolicyOptions()),
+            conditions=Conditions(misreport=(("Z", 2.0),)),
+        )
+    with pytest.raises(ThemisError, match="misreport"):
+        Conditions(misreport=(("A", 0.0),)).check()
