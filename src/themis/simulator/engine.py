@@ -85,6 +85,8 @@ class Simulator:
         self._heap: list[tuple[float, int, Event]] = []
         self._seq = itertools.count()
         self._wakes: set[float] = set()
+        self._grant_ends: list[tuple[float, int, JobState]] = []  # see any_grant_ending
+        self._grant_seq = itertools.count()
         self._token = itertools.count(1)
         self._finished = 0
 
@@ -160,13 +162,19 @@ class Simulator:
             self.on_app_finished(self._finished, len(self.workload.apps))
 
     def any_grant_ending(self, now: float) -> bool:
+        """Whether a running job's grant ends within the batching window: the earliest
+        current grant end, from a heap of (end, job) pushed whenever a job's end is set
+        and dropped lazily once the job stopped or got another end, instead of a scan of
+        every running job at each event."""
         self._wakes.discard(now)
         horizon = now + self.batch_window + EPSILON
-        return any(
-            j.until is not None and j.until <= horizon
-            for a in self.active
-            for j in a.running_jobs()
-        )
+        ends = self._grant_ends
+        while ends:
+            until, _, job = ends[0]
+            if job.gpus and job.until == until:
+                return until <= horizon
+            heapq.heappop(ends)
+        return False
 
     # -- rounds -----------------------------------------------------------------------------
 
@@ -191,7 +199,20 @@ class Simulator:
         """A policy that breaks the rules is a bug, never silently repaired."""
         seen: set[int] = set()
         active = {id(a) for a in self.active}
+        size = self.cluster.size
+        moved = []
         for job, grant in schedule.items():
+            gpus = grant.gpus
+            if job.gpus and (gpus is job.gpus or gpus == job.gpus):
+                # Continues where it runs: its GPUs were checked when it started and no
+                # other running job holds them; only new grants can collide with them.
+                continue
+            moved.append((job, grant))
+        if moved:
+            for job, grant in schedule.items():
+                if job.gpus and (grant.gpus is job.gpus or grant.gpus == job.gpus):
+                    seen.update(job.gpus)
+        for job, grant in moved:
             if job.finished_at is not None or id(job.app) not in active:
                 raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
             if len(grant.gpus) != job.gang:
@@ -199,7 +220,7 @@ class Simulator:
                     f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
                 )
             for g in grant.gpus:
-                if not 0 <= g < self.cluster.size or g in seen:
+                if not 0 <= g < size or g in seen:
                     raise AssertionError(f"policy granted GPU {g} twice or out of range")
                 seen.add(g)
 
@@ -209,11 +230,11 @@ class Simulator:
                 if job not in schedule or schedule[job].gpus != job.gpus:
                     self._stop(job, now)
         for job, grant in schedule.items():
-            if job.gpus:  # continues on the same GPUs
-                job.until = grant.until
-            else:
+            if not job.gpus:
                 self._start(job, grant.gpus, now)
-                job.until = grant.until
+            if grant.until is not None and grant.until != job.until:
+                heapq.heappush(self._grant_ends, (grant.until, next(self._grant_seq), job))
+            job.until = grant.until
             if grant.until is not None and grant.until not in self._wakes:
                 self._wakes.add(grant.until)
                 self._push(grant.until, GrantEnd())
