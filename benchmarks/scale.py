@@ -93,10 +93,10 @@ def _child_round(gpus: int, seed: int) -> dict[str, float]:
 
     sys.path.insert(0, str(HERE))
     from instances import rack_spec
+    from run import auction_round_view  # the HyperDrive-like apps of benchmarks/run.py
 
     from themis.arbiter.round import Arbiter
     from themis.policies import PolicyOptions
-    from run import auction_round_view  # the HyperDrive-like apps of benchmarks/run.py
 
     cluster_spec = rack_spec(gpus)
     apps = max(10, gpus // 10)
@@ -168,7 +168,9 @@ def sweeps(args: argparse.Namespace) -> list[tuple[str, str, int, dict[str, floa
     if "auction" in only:
         plan += [("auction", "themis auction", n) for n in AUCTION_SIZES]
     if "gpus" in only:
-        plan += [("gpus", "Themis round", n) for n in GPU_SIZES + (GPU_SIZES_FULL if args.full else [])]
+        plan += [
+            ("gpus", "Themis round", n) for n in GPU_SIZES + (GPU_SIZES_FULL if args.full else [])
+        ]
     if "jobs" in only:
         sizes = JOB_SIZES + (JOB_SIZES_FULL if args.full else [])
         for policy in JOB_POLICIES:
@@ -177,15 +179,20 @@ def sweeps(args: argparse.Namespace) -> list[tuple[str, str, int, dict[str, floa
                     continue
                 plan.append((f"jobs:{policy}", policy, n))
     rows = []
-    print(f"{'sweep':<8} {'series':<15} {'size':>8} {'GPUs':>6} {'wall s':>8} {'CPU s':>8} "
-          f"{'peak MB':>8} {'rounds':>7}")
+    print(
+        f"{'sweep':<8} {'series':<15} {'size':>8} {'GPUs':>6} {'wall s':>8} {'CPU s':>8} "
+        f"{'peak MB':>8} {'rounds':>7}"
+    )
     for kind, series, size in plan:
         point = _point(kind, size, args.repeats)
         sweep = kind.split(":")[0]
         gpus = int(point.get("size_gpus", 1024))
         rounds = f"{int(point['rounds']):>7}" if "rounds" in point else f"{'':>7}"
-        print(f"{sweep:<8} {series:<15} {size:>8} {gpus:>6} {point['wall']:>8.2f} "
-              f"{point['cpu']:>8.2f} {point['peak_mb']:>8.0f} {rounds}", flush=True)
+        print(
+            f"{sweep:<8} {series:<15} {size:>8} {gpus:>6} {point['wall']:>8.2f} "
+            f"{point['cpu']:>8.2f} {point['peak_mb']:>8.0f} {rounds}",
+            flush=True,
+        )
         rows.append((sweep, series, size, point))
     return rows
 

@@ -78,9 +78,7 @@ def test_lp_path_matches_brute_force_on_small_auctions(seed: int) -> None:
             )
             assert got_gain == pytest.approx(max(want_gain, 0.0), abs=TOL)
             if cand is not None and oracle.allocation[bid.app_id] is not None:
-                alloc = {
-                    bids[j].app_id: bids[j].menu[c.entry].gpus for j, c in best.chosen.items()
-                }
+                alloc = {bids[j].app_id: bids[j].menu[c.entry].gpus for j, c in best.chosen.items()}
                 assert _c(best, without, b) == pytest.approx(
                     brute_c(bids, alloc, bid.app_id), rel=1e-9
                 )
