@@ -22,7 +22,8 @@ only with ``--full``). Each point prints the median over ``--repeats`` runs of t
 time, the CPU time (``time.process_time``) and the peak resident memory of the process
 (``ru_maxrss``: it includes the interpreter and its libraries, about 100 MB). Machines here
 are shared and noisy: compare ratios within one run, and CPU rather than wall time when
-the machine is loaded.
+the machine is loaded. A point whose first run takes more than 10 CPU seconds is measured
+once.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ JOB_SIZES_FULL = [30000, 100000]
 #: Themis simulations beyond this many jobs only with --full (they take minutes).
 THEMIS_DEFAULT_MAX_JOBS = 3000
 JOB_POLICIES = ["fifo", "max-min", "themis"]
+#: A point whose first run takes more CPU seconds than this is not repeated.
+SLOW_POINT = 10.0
 
 
 # -- one measurement, in a child process --------------------------------------------------
@@ -146,8 +149,10 @@ def child_main(argv: list[str]) -> None:
 
 
 def _point(kind: str, size: int, repeats: int) -> dict[str, float]:
-    runs = []
+    runs: list[dict[str, float]] = []
     for seed in range(repeats):
+        if runs and runs[0]["cpu"] > SLOW_POINT:
+            break  # a slow point is measured once: its noise is small next to its size
         proc = subprocess.run(
             [sys.executable, __file__, "--child", kind, str(size), str(seed)],
             capture_output=True,

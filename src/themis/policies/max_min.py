@@ -56,8 +56,12 @@ class MaxMinPolicy(Policy):
         schedule = self.keep_running(view)
         held = {a.app_id: len(a.held()) for a in apps}
         free = set(view.free_gpus())
+        # Every scheduled job is a running one (``keep_running``), so excluding an app's own
+        # running jobs excludes the same jobs as excluding all of them, without building
+        # the set of every running job once per app.
         queues = {
-            a.app_id: list(waiting_order(a, view.now, {id(j) for j in schedule})) for a in apps
+            a.app_id: list(waiting_order(a, view.now, {id(j) for j in a.running_jobs()}))
+            for a in apps
         }
 
         def below_share() -> list[AppState]:
