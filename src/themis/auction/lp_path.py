@@ -180,12 +180,16 @@ class WarmLp:
         if np.any((x > INTEGRAL) & (x < 1.0 - INTEGRAL)):
             return None, None
         picked = np.asarray(self.columns)[np.flatnonzero(x > 0.5)]
-        # One entry per bidder, no GPU twice: every row of the chosen columns sums to <= 1.
-        if np.any(np.asarray(self.matrix[:, picked].sum(axis=1)) > 1.5):
+        # One entry per bidder, no GPU twice: no row is hit twice by the chosen columns.
+        indptr, indices = self.matrix.indptr, self.matrix.indices
+        first, counts = indptr[picked], indptr[picked + 1] - indptr[picked]
+        offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        if np.bincount(indices[np.repeat(first, counts) + offsets]).max(initial=0) > 1:
             return None, None  # pragma: no cover - an LP vertex within its tolerances
         if without is not None and np.any(self.bidder_of[picked] == without):
             return None, None  # pragma: no cover - its columns were fixed to 0
-        objective = math.fsum(self.gains[picked].tolist())
+        gains = self.gains[picked].tolist()
+        objective = math.fsum(gains)
         self.prices = np.maximum(0.0, -row_dual[self.n_bidders :] / COST_SCALE)
         # Weak duality over every entry of the auction, not only the model's columns.
         reduced = self.reduced_profits()

@@ -186,11 +186,9 @@ def _solve_all_lp(
     position = {g[0].bidder: k for k, g in enumerate(groups)}
     without: dict[int, Solution] = {}
     for bidder, cand in best.chosen.items():
-        rest = {b: c for b, c in best.chosen.items() if b != bidder}
         if len(groups) == 1:
             without[bidder] = Solution(0.0, {})
             continue
-        incumbent = Solution(best.objective - cand.gain, rest)
         found = small.solve(position[bidder])
         if found is None:
             found = lp.solve(position[bidder])
@@ -198,10 +196,12 @@ def _solve_all_lp(
             without[bidder] = _milp([g for g in groups if g[0].bidder != bidder])
             continue
         value = sum(c.gain for c in found)
-        if value > incumbent.objective + TOLERANCE:
+        incumbent = best.objective - cand.gain
+        if value > incumbent + TOLERANCE:
             without[bidder] = Solution(value, {c.bidder: c for c in found})
         else:
-            without[bidder] = incumbent
+            rest = {b: c for b, c in best.chosen.items() if b != bidder}
+            without[bidder] = Solution(incumbent, rest)
     return best, without
 
 
