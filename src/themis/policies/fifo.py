@@ -28,19 +28,35 @@ class FifoPolicy(Policy):
         super().__init__(options)
         # app -> (its version, its waiting jobs in submission order, their smallest gang)
         self._waiting: dict[AppState, tuple[int, list[JobState], int]] = {}
+        self._kept: dict[JobState, Assignment] = {}  # running job -> its unchanged grant
 
     def schedule(self, view: SchedulingView) -> Schedule:
         apps = view.apps
         # The current schedule unchanged (``keep_running``), from each app's cached list of
-        # running jobs (submission order, as a walk of its jobs gives) instead of every job.
-        schedule: Schedule = {
-            j: Assignment(j.gpus, j.until) for app in apps for j in app.running_jobs()
-        }
+        # running jobs (submission order, as a walk of its jobs gives) instead of every job,
+        # reusing a job's Assignment while its GPUs and end are unchanged (building one per
+        # running job per round was most of the round).
+        schedule: Schedule = {}
+        kept = self._kept
+        for app in apps:
+            for j in app.running_jobs():
+                a = kept.get(j)
+                if a is None or a.gpus is not j.gpus or a.until != j.until:
+                    a = kept[j] = Assignment(j.gpus, j.until)
+                schedule[j] = a
+        if len(kept) > 2 * len(schedule) + 64:
+            self._kept = {j: kept[j] for j in schedule}
         if len(self._waiting) > 2 * len(apps):
             active = set(apps)
             self._waiting = {a: w for a, w in self._waiting.items() if a in active}
-        queues = [self._queue(app) for app in apps]
-        free = view.cluster.size - sum(len(j.gpus) for j in schedule)
+        waiting_of = self._waiting
+        queues = []
+        for app in apps:
+            cached = waiting_of.get(app)
+            if cached is None or cached[0] != app.version:
+                cached = self._queue(app)
+            queues.append(cached)
+        free = view.cluster.size - sum(len(app.held()) for app in apps)
         if not any(q[1] and q[2] <= free for q in queues):
             return schedule  # nothing waiting fits: no pool to build
         pool = Packer(view.cluster, view.free_gpus())
@@ -59,9 +75,8 @@ class FifoPolicy(Policy):
         return schedule
 
     def _queue(self, app: AppState) -> tuple[int, list[JobState], int]:
-        cached = self._waiting.get(app)
-        if cached is None or cached[0] != app.version:
-            waiting = [j for j in app.jobs if j.finished_at is None and not j.gpus]
-            smallest = min((j.gang for j in waiting), default=0)
-            cached = self._waiting[app] = (app.version, waiting, smallest)
+        """The app's waiting jobs at its current version, and their smallest gang."""
+        waiting = [j for j in app.jobs if j.finished_at is None and not j.gpus]
+        smallest = min((j.gang for j in waiting), default=0)
+        cached = self._waiting[app] = (app.version, waiting, smallest)
         return cached

@@ -87,6 +87,7 @@ class Simulator:
         self._wakes: set[float] = set()
         self._grant_ends: list[tuple[float, int, JobState]] = []  # see any_grant_ending
         self._grant_seq = itertools.count()
+        self._holder: dict[int, JobState] = {}  # GPU -> the running job on it (``_check``)
         self._token = itertools.count(1)
         self._finished = 0
 
@@ -208,10 +209,7 @@ class Simulator:
                 # other running job holds them; only new grants can collide with them.
                 continue
             moved.append((job, grant))
-        if moved:
-            for job, grant in schedule.items():
-                if job.gpus and (grant.gpus is job.gpus or grant.gpus == job.gpus):
-                    seen.update(job.gpus)
+        holder = self._holder
         for job, grant in moved:
             if job.finished_at is not None or id(job.app) not in active:
                 raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
@@ -223,6 +221,11 @@ class Simulator:
                 if not 0 <= g < size or g in seen:
                     raise AssertionError(f"policy granted GPU {g} twice or out of range")
                 seen.add(g)
+                other = holder.get(g)  # a running job on g that keeps it collides
+                if other is not None and other in schedule:
+                    kept = schedule[other].gpus
+                    if kept is other.gpus or kept == other.gpus:
+                        raise AssertionError(f"policy granted GPU {g} twice or out of range")
 
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
@@ -232,6 +235,8 @@ class Simulator:
         for job, grant in schedule.items():
             if not job.gpus:
                 self._start(job, grant.gpus, now)
+                for g in job.gpus:
+                    self._holder[g] = job
             if grant.until is not None and grant.until != job.until:
                 heapq.heappush(self._grant_ends, (grant.until, next(self._grant_seq), job))
             job.until = grant.until
@@ -253,6 +258,9 @@ class Simulator:
             self.intervals.append(
                 Interval(job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
             )
+        for g in job.gpus:
+            if self._holder.get(g) is job:
+                del self._holder[g]
         job.stop(now, best)
         self.tokens.pop(id(job), None)
 
