@@ -17,7 +17,7 @@ from themis.auction.bids import Bid, MenuEntry
 from themis.auction.partial_allocation import build_candidates, partial_allocation
 from themis.auction.solver import Solution, _solve_all_lp, solve_all
 
-from .oracle import brute_c, brute_force, random_auction
+from .oracle import Allocation, brute_c, brute_force, random_auction
 
 TOL = 1e-9
 
@@ -78,7 +78,9 @@ def test_lp_path_matches_brute_force_on_small_auctions(seed: int) -> None:
             )
             assert got_gain == pytest.approx(max(want_gain, 0.0), abs=TOL)
             if cand is not None and oracle.allocation[bid.app_id] is not None:
-                alloc = {bids[j].app_id: bids[j].menu[c.entry].gpus for j, c in best.chosen.items()}
+                alloc: Allocation = {
+                    bids[j].app_id: bids[j].menu[c.entry].gpus for j, c in best.chosen.items()
+                }
                 assert _c(best, without, b) == pytest.approx(
                     brute_c(bids, alloc, bid.app_id), rel=1e-9
                 )

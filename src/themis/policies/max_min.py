@@ -100,11 +100,11 @@ class MaxMinPolicy(Policy):
                     return schedule
                 if job in schedule or job.gang > len(free):
                     continue
-                gpus = pack_gang(view.cluster, free, job.gang)
-                if gpus is not None:
-                    schedule[job] = Assignment(gpus)
-                    free.difference_update(gpus)
-                    held[app.app_id] += len(gpus)
+                spot = pack_gang(view.cluster, free, job.gang)
+                if spot is not None:
+                    schedule[job] = Assignment(spot)
+                    free.difference_update(spot)
+                    held[app.app_id] += len(spot)
         return schedule
 
     @staticmethod
@@ -134,12 +134,12 @@ class MaxMinPolicy(Policy):
                     held[victim.app.app_id] -= victim.gang
                 free.difference_update(gpus)
                 return gpus, chosen
-            victim = index.newest_victim(job.app.app_id, chosen, trial_held, shares)
-            if victim is None:
+            newest = index.newest_victim(job.app.app_id, chosen, trial_held, shares)
+            if newest is None:
                 return None
-            chosen.append(victim)
-            trial_free.update(schedule[victim].gpus)
-            trial_held[victim.app.app_id] -= victim.gang
+            chosen.append(newest)
+            trial_free.update(schedule[newest].gpus)
+            trial_held[newest.app.app_id] -= newest.gang
 
 
 class _Scheduled:
