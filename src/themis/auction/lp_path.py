@@ -92,6 +92,8 @@ class WarmLp:
         self.gains = np.array([c.gain for c in self.flat])
         self.gpu_cost = self.matrix[n_bidders:].T.tocsr()  # entry x GPU: y(e) = gpu_cost @ y
         self.prices = np.zeros(width)  # the GPU prices of the last solve
+        # (dual bound, per bidder its best reduced profit) of the last solve's proof
+        self.proof: tuple[float, np.ndarray] | None = None
         self._load(np.arange(len(self.flat)))
 
     def restricted(self, columns: np.ndarray) -> WarmLp:
@@ -138,6 +140,17 @@ class WarmLp:
             self.model_cols[self.bidder_of[entry]].append(len(self.columns))
             self.columns.append(entry)
         self.in_model[columns] = True
+
+    def proves_no_gain_without(self, position: int, incumbent: float) -> bool:
+        """Whether the last proof (of the whole auction) already shows that without the
+        bidder at ``position`` nothing beats ``incumbent`` by more than the tolerance: the
+        same prices bound that problem by the bound minus the bidder's own term. True when
+        the bidder's GPUs are priced at 0 (nobody else wants them): then c_i = 1 with no
+        re-solve."""
+        if self.proof is None:
+            return False
+        bound, best = self.proof
+        return bound - float(best[position]) + ROUNDING <= incumbent + self.tolerance
 
     @staticmethod
     def available() -> bool:
@@ -197,6 +210,7 @@ class WarmLp:
         if without is not None:
             best[without] = 0.0
         bound = math.fsum(self.prices.tolist()) + math.fsum(best.tolist())
+        self.proof = (bound, best)
         if bound + ROUNDING <= objective + self.tolerance:
             return [self.flat[k] for k in picked.tolist()], None
         # What each bidder reaches inside the model; entries outside it above that.

@@ -178,6 +178,7 @@ def _solve_all_lp(
     chosen = lp.solve()
     if chosen is None:
         return None
+    proof = lp.proof  # of the optimum, before any re-solve replaces it
     # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
     # optimum's prices (large bundles on contested GPUs drop out: most of the LP's size);
     # an answer they cannot prove is asked of the full model.
@@ -188,6 +189,11 @@ def _solve_all_lp(
     for bidder, cand in best.chosen.items():
         if len(groups) == 1:
             without[bidder] = Solution(0.0, {})
+            continue
+        lp.proof = proof
+        if lp.proves_no_gain_without(position[bidder], best.objective - cand.gain):
+            rest = {b: c for b, c in best.chosen.items() if b != bidder}
+            without[bidder] = Solution(best.objective - cand.gain, rest)
             continue
         found = small.solve(position[bidder])
         if found is None:
