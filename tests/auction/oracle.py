@@ -88,7 +88,8 @@ def product_v(bids: Sequence[Bid], allocation: Allocation, skip: str) -> float:
 
 
 def brute_c(bids: Sequence[Bid], allocation: Allocation, app_id: str) -> float:
-    """DESIGN §5.4: c_i = prod_{j != i} v_j(x*_j) / prod_{j != i} v_j(x^-i_j), where x* is
+    """docs/design.md §5 step 4:
+    c_i = prod_{j != i} v_j(x*_j) / prod_{j != i} v_j(x^-i_j), where x* is
     ``allocation`` and x^-i is the brute-force optimum without i."""
     without = brute_force(bids, exclude=app_id).allocation
     return product_v(bids, allocation, app_id) / product_v(bids, without, app_id)

@@ -45,7 +45,7 @@ def test_c_matches_brute_force_product_formula() -> None:
         assert set(outcome.apps) == {b.app_id for b in bids}
         for bid in bids:
             got = outcome.apps[bid.app_id]
-            # x* as the auction chose it (verified optimal above), c by DESIGN §5.4.
+            # x* as the auction chose it (verified optimal above), c by docs/design.md §5 step 4.
             want = brute_c(bids, _allocation(outcome), bid.app_id)
             assert got.c == pytest.approx(want, rel=1e-9, abs=0), (seed, bid.app_id)
             assert 0 < got.c <= 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,11 @@ def test_prints_workload_line_and_summary_table(cli, tiny_trace: Path, tmp_path:
     for fragment in ("tiny.csv", "3 apps", "5 jobs", "GPU-hours", "offered load", "1x1x4"):
         assert fragment in first
     assert "max rho" in result.out and "fifo" in result.out
-    assert result.err == ""  # no progress bar when stderr is not a terminal
+    # Not a terminal: no bar, only plain progress lines (here the closing one).
+    lines = result.err.splitlines()
+    assert lines and all(line.startswith("themis: run ") for line in lines), result.err
+    assert lines[-1].startswith("themis: run 1/1, ")
+    assert "\x1b" not in result.err
 
 
 def test_default_output_dir_is_out_slash_policy(
@@ -188,3 +193,23 @@ def test_output_dir_that_is_a_file(cli, tiny_trace: Path, tmp_path: Path) -> Non
     blocker.write_text("")
     result = cli("simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", blocker / "x")
     assert_one_line_error(result, "cannot create output directory")
+
+
+def test_tiny_trace_summary_uses_adaptive_units_and_a_sane_load(cli, tmp_path: Path) -> None:
+    """Three short jobs arriving a second apart on 64 GPUs never contend: the load is the
+    GPUs they could hold (4 of 64), and minutes show as minutes."""
+    trace = tmp_path / "tiny.csv"
+    trace.write_text(
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,1,0,0,resnet50,178,1\n2,1,1,0,vgg16,170,1\n3,2,2,0,vgg16,100,0\n"
+    )
+    result = cli("simulate", "--trace", trace, "--out", tmp_path / "o", "-q")
+    assert result.code == 0, result.err
+    first = result.out.splitlines()[0]
+    assert "0.15 GPU-hours" in first and "offered load 0.06 on 64 GPUs" in first
+    table = result.out
+    assert "0.0 h" not in table
+    assert re.search(r"mean completion\s*│\s*2\.\d min", table), table
+    assert re.search(r"GPU-hours used\s*│\s*0\.15", table), table
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["offered_load"] == pytest.approx(4 / 64)

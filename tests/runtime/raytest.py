@@ -14,7 +14,9 @@ import pytest
 from themis.model.workload import Workload
 from themis.policies import make_policy
 from themis.reports import app_rows
+from themis.runtime.appfile import load_app_file
 from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
+from themis.runtime.commands import submit_command
 from themis.runtime.lease import read_checkpoint
 from themis.runtime.model import app_profile, app_spec
 from themis.runtime.store import Store
@@ -43,6 +45,15 @@ def make_service(store: Store, tmp: Path, options: ServiceOptions = FAST) -> Arb
     import ray
 
     return ArbiterService(store, tmp / "checkpoints", options, ray.nodes)
+
+
+def submit(service: ArbiterService, path: Path) -> str:
+    """Submit as the API does (a command the loop answers at its next tick); the token."""
+    command, token = submit_command(load_app_file(path), str(path))
+    service.commands.put(command)
+    service.tick()
+    command.wait(5.0)
+    return token
 
 
 def drive(

@@ -126,3 +126,86 @@ def test_loguniform_draws_are_log_spread(tmp_path: Path) -> None:
     logs = [math.log10(c["wd"]) for c in configs]
     below = sum(x < -3 for x in logs)  # half the log range
     assert 150 < below < 250
+
+
+# -- hostile input: refused fast, before anything is stored ------------------------------
+
+ALIAS_BOMB = """name: bomb
+entrypoint: m:f
+trials: 1
+gpus_per_trial: 1
+steps: 1
+step_time: 1
+a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+search_space: {x: *g}
+"""
+
+
+def refused_fast(path: Path, *fragments: str) -> str:
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(ThemisError) as info:
+        load_app_file(path)
+    assert time.monotonic() - started < 1.0
+    message = info.value.format()
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    return message
+
+
+def test_a_yaml_alias_bomb_is_refused_in_under_a_second(tmp_path: Path) -> None:
+    assert len(ALIAS_BOMB) < 600
+    refused_fast(write(tmp_path, ALIAS_BOMB), "aliases", ":7")
+
+
+def test_an_anchor_alone_is_refused_too(tmp_path: Path) -> None:
+    refused_fast(write(tmp_path, GOOD + "seed: &s 3\n"), "anchors")
+
+
+def test_a_huge_app_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(GOOD + "#" + "x" * (7 * 1024 * 1024) + "\n")
+    refused_fast(path, "7.0 MiB", "at most 64 KiB")
+
+
+def test_deep_nesting_is_one_error_not_a_recursion_traceback(tmp_path: Path) -> None:
+    refused_fast(write(tmp_path, GOOD + "seed: " + "[" * 5000 + "]" * 5000 + "\n"), "nested")
+
+
+def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
+    from themis.runtime.appfile import MAX_CHOICES, MAX_PARAMS, MAX_TRIALS
+
+    refused_fast(
+        write(tmp_path, GOOD.replace("trials: 5", f"trials: {MAX_TRIALS + 1}")),
+        "field 'trials'",
+        f"at most {MAX_TRIALS}",
+    )
+    many = "\n".join(f"  p{k}: [1]" for k in range(MAX_PARAMS + 1))
+    refused_fast(
+        write(tmp_path, GOOD.replace("search_space:\n", "search_space:\n" + many + "\n")),
+        "field 'search_space'",
+        f"at most {MAX_PARAMS}",
+    )
+    choices = ", ".join(str(k) for k in range(MAX_CHOICES + 1))
+    refused_fast(
+        write(tmp_path, GOOD.replace("lr: [0.1, 0.01]", f"lr: [{choices}]")),
+        "field 'search_space.lr'",
+        f"at most {MAX_CHOICES}",
+    )
+    refused_fast(
+        write(tmp_path, GOOD.replace("lr: [0.1, 0.01]", "lr: [[1, 2], 3]")),
+        "field 'search_space.lr'",
+        "numbers, strings or booleans",
+    )
+    refused_fast(
+        write(tmp_path, GOOD.replace("lr: [0.1, 0.01]", f"lr: ['{'y' * 300}']")),
+        "field 'search_space.lr'",
+        "at most 256 characters",
+    )

@@ -1,96 +1,42 @@
-"""The runtime commands as a user runs them (``python -m themis.runtime``, the same click
-commands the ``themis`` group adds): errors are one line with exit 2."""
+"""``themis serve`` refusals that come before anything starts: one line, exit 2, nothing
+created; and its defaults are the service's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import time
 from pathlib import Path
 
-import pytest
-
-from tests.runtime.conftest import app_yaml
-from themis.runtime.store import Store
+from tests.runtime.test_api import one_line_error, themis
 
 
-def themis(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "themis.runtime", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def one_line_error(out: subprocess.CompletedProcess, *fragments: str) -> str:
-    assert out.returncode == 2, out
-    assert out.stdout == "" and "Traceback" not in out.stderr
-    lines = out.stderr.splitlines()
-    assert len(lines) == 1, out.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
-@pytest.mark.timeout(60)
-def test_malformed_app_yaml_is_one_line_naming_the_field(tmp_path: Path) -> None:
-    bad = app_yaml(tmp_path, "bad", gpus_per_trial=0)
-    line = one_line_error(
-        themis("submit", bad, "--state-dir", tmp_path / "s"), "field 'gpus_per_trial'", ">= 1"
-    )
-    assert line.startswith(f"themis: error: {bad}")
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("name: x\nsearch_space: {lr: [1, 2}\n")
-    one_line_error(themis("submit", broken, "--state-dir", tmp_path / "s"), "invalid YAML", ":2")
-    assert Store(tmp_path / "s").apps() == []  # nothing half-submitted
-
-
-@pytest.mark.timeout(60)
-def test_submit_status_logs_and_cancel_without_an_arbiter(tmp_path: Path) -> None:
-    state = tmp_path / "s"
-    out = themis(
-        "submit",
-        app_yaml(tmp_path, "a", trials=3),
-        "--state-dir",
-        state,
-        "--token-file",
-        tmp_path / "tok",
-    )
-    assert out.returncode == 0, out.stderr
-    token = out.stdout.splitlines()[1].removeprefix("token: ")
-    assert out.stdout.splitlines()[0] == "submitted app 'a' (3 trials)"
-    assert (tmp_path / "tok").read_text().strip() == token
-    assert (tmp_path / "tok").stat().st_mode & 0o077 == 0
+def test_serve_refuses_a_grace_not_shorter_than_the_lease(tmp_path: Path) -> None:
+    started = time.monotonic()
     one_line_error(
-        themis("submit", app_yaml(tmp_path, "a"), "--state-dir", state), "field 'name'", "already"
+        themis("serve", "--state-dir", tmp_path / "s", "--init", "--lease", "20", "--grace", "30"),
+        "--grace (30s) must be shorter than --lease (20s)",
     )
-    status = themis("status", "--state-dir", state)
-    assert status.returncode == 0
-    header, row = status.stdout.splitlines()
-    assert header.split() == [
-        "app",
-        "state",
-        "rho",
-        "GPUs",
-        "leases",
-        "alive",
-        "stopped",
-        "done",
-        "failed",
-        "steps",
-    ]
-    assert row.split() == ["a", "submitted", "-", "0", "0", "3", "0", "0", "0", "0/60"]
-    # No arbiter answers: the request stays queued and the user is told so, in one line.
+    assert time.monotonic() - started < 15  # before Ray is even imported
+    assert not (tmp_path / "s").exists()
+
+
+def test_serve_refuses_a_missing_state_without_init_and_creates_nothing(tmp_path: Path) -> None:
     one_line_error(
-        themis("cancel", "a", "--state-dir", state, "--wait", "0.3", env={"THEMIS_TOKEN": token}),
-        "no answer from the arbiter",
+        themis("serve", "--state-dir", tmp_path / "s"),
+        "no state database",
+        "themis serve --init",
     )
-    one_line_error(themis("cancel", "a", "--state-dir", state), "a token is needed")
-    one_line_error(themis("logs", "nope", "--state-dir", state), "no app named 'nope'")
-    assert themis("logs", "a", "--state-dir", state).stdout == ""
+    assert not (tmp_path / "s").exists()
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "themis.db").write_bytes(b"garbage" * 100)
+    one_line_error(themis("serve", "--state-dir", tmp_path / "s"), "not a readable themis database")
+
+
+def test_serve_refuses_a_bad_listen_address(tmp_path: Path) -> None:
+    one_line_error(
+        themis("serve", "--state-dir", tmp_path / "s", "--listen", "nowhere"),
+        "field '--listen'",
+        "expected HOST:PORT",
+    )
 
 
 def test_serve_defaults_are_the_service_defaults() -> None:
@@ -105,3 +51,17 @@ def test_serve_defaults_are_the_service_defaults() -> None:
     assert params["grace"] == options.grace
     assert params["policy"] == options.policy
     assert params["host"] == "127.0.0.1"
+    assert params["listen"] == "127.0.0.1:7878"
+
+
+def test_help_imports_neither_ray_nor_the_web_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from themis.cli.main import run; run(['--help']); "
+        "bad = [m for m in ('ray', 'fastapi', 'uvicorn', 'prometheus_client') if m in sys.modules];"
+        "assert not bad, bad"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr

@@ -65,8 +65,33 @@ def test_review_stops_losers_promotes_parked_winners_and_stops_the_silent() -> N
     assert "at step 10: loss 0.5 not in the best 1/2 of 4" in got.stop[0][1]
     assert got.promote == ("b", "d")
     # Once stopped, a trial is not named again.
-    states.update(a="stopped", c="stopped", b="running", d="parked")
+    states.update(a="stopped-early", c="stopped-early", b="running", d="parked")
     steps["d"] = 20  # d paused at 20 without reporting: it cannot be ranked
     got = review(H, 40, TRIALS, states, steps, values)
     assert got.stop == (("d", "stopped: no loss reported at its rung"),)
     assert got.promote == ()
+
+
+def test_a_trial_stopped_for_silence_never_blocks_its_rung() -> None:
+    """The deadlock: a trial that paused before its rung without a value (its function
+    returned early) is stopped; the rung must then stay decided without it, or every
+    other trial stays parked forever while the app holds nothing."""
+    states = {"a": "parked", "b": "parked", "c": "parked", "d": "parked"}
+    steps = {"a": 10, "b": 10, "c": 10, "d": 7}
+    values = {10: {"a": 0.5, "b": 0.1, "c": 0.9}}
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert dict(got.stop)["d"] == "stopped: no loss reported at its rung"
+    # The next tick: c and d are stopped now. Rung 10 stays decided and a, b go on.
+    states.update(c="stopped-early", d="stopped-early")
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert got.decided == (10,)
+    assert got.stop == () and got.promote == ("a", "b")
+
+
+def test_losers_of_an_earlier_rung_do_not_change_later_decisions() -> None:
+    states = {"a": "stopped-early", "b": "parked", "c": "stopped-early", "d": "parked"}
+    steps = {"a": 10, "b": 20, "c": 10, "d": 20}
+    values = {10: {"a": 0.5, "b": 0.1, "c": 0.9, "d": 0.3}, 20: {"b": 0.05, "d": 0.2}}
+    got = review(H, 40, TRIALS, states, steps, values)
+    assert got.decided == (10, 20)
+    assert [t for t, _ in got.stop] == ["d"] and got.promote == ("b",)

@@ -14,7 +14,7 @@ from themis.runtime.store import Store
 
 
 def test_rebuild_replays_active_apps_and_keeps_progress(tmp_path: Path) -> None:
-    store = Store(tmp_path / "state")
+    store = Store(tmp_path / "state", init=True)
     for name in ("a", "b", "c"):
         store.add_app(load_app_file(app_yaml(tmp_path, name, trials=3, steps=40)), "h", name)
     store.update_app("a", state="finished", arrival=0.0, finish=10.0, t_cluster=4.0)

@@ -15,7 +15,7 @@ from themis.runtime.tokens import new_token, token_hash, token_matches
 
 def test_everything_survives_a_new_connection(tmp_path: Path, state_dir: Path) -> None:
     app = load_app_file(app_yaml(tmp_path, "a", trials=3, steps=50))
-    store = Store(state_dir)
+    store = Store(state_dir, init=True)
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     epoch = store.epoch()
     store.add_app(app, token_hash("secret"), "a.yaml")
@@ -45,21 +45,10 @@ def test_everything_survives_a_new_connection(tmp_path: Path, state_dir: Path) -
 
 def test_duplicate_name_refused_naming_the_field(tmp_path: Path, state_dir: Path) -> None:
     app = load_app_file(app_yaml(tmp_path, "a"))
-    store = Store(state_dir)
+    store = Store(state_dir, init=True)
     store.add_app(app, token_hash("x"), "a.yaml")
     with pytest.raises(ThemisError, match="field 'name'.*already submitted"):
         store.add_app(app, token_hash("y"), "a.yaml")
-
-
-def test_requests_are_answered_and_tokens_erased(state_dir: Path) -> None:
-    store = Store(state_dir)
-    rid = store.add_request("cancel", "a", "tok", {"x": "1"})
-    (pending,) = store.pending_requests()
-    assert (pending.id, pending.token, pending.payload) == (rid, "tok", {"x": "1"})
-    store.answer(rid, "refused", "wrong token")
-    row = store.request(rid)
-    assert row is not None and (row.state, row.reply, row.token) == ("refused", "wrong token", None)
-    assert store.pending_requests() == []
 
 
 def test_tokens_hash_and_compare() -> None:
@@ -73,6 +62,88 @@ def test_tokens_hash_and_compare() -> None:
 
 
 def test_state_dir_is_private(state_dir: Path) -> None:
-    Store(state_dir)
+    Store(state_dir, init=True)
     assert state_dir.stat().st_mode & 0o077 == 0
     assert (state_dir / "themis.db").stat().st_mode & 0o077 == 0
+
+
+# -- nothing created by accident, nothing lost in silence --------------------------------
+
+
+def test_a_missing_or_empty_database_is_refused_unless_init(state_dir: Path) -> None:
+    with pytest.raises(ThemisError, match="no state database.*serve --init"):
+        Store(state_dir)
+    assert not state_dir.exists()  # nothing created on the way
+    state_dir.mkdir()
+    (state_dir / "themis.db").write_bytes(b"")
+    with pytest.raises(ThemisError, match="an empty state database"):
+        Store(state_dir)
+    Store(state_dir, init=True).close()
+    assert Store(state_dir).apps() == []
+
+
+def test_a_corrupt_database_is_one_error_and_init_moves_it_aside(state_dir: Path) -> None:
+    state_dir.mkdir()
+    garbage = b"this is not sqlite" * 100
+    (state_dir / "themis.db").write_bytes(garbage)
+    with pytest.raises(ThemisError, match="not a readable themis database"):
+        Store(state_dir)
+    Store(state_dir, init=True).close()
+    (aside,) = state_dir.glob("themis.db.corrupt-*")
+    assert aside.read_bytes() == garbage  # kept, never deleted
+    assert Store(state_dir).apps() == []
+
+
+def test_an_unknown_schema_version_is_refused(state_dir: Path) -> None:
+    import sqlite3
+
+    Store(state_dir, init=True).close()
+    db = sqlite3.connect(state_dir / "themis.db")
+    db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(ThemisError, match="schema version 99 is not the 2"):
+        Store(state_dir)
+    with pytest.raises(ThemisError, match="schema version 99"):
+        Store(state_dir, init=True)  # init never overwrites a readable database
+
+
+def test_a_database_of_themis_0_1_is_refused_by_version(state_dir: Path) -> None:
+    import sqlite3
+
+    state_dir.mkdir()
+    db = sqlite3.connect(state_dir / "themis.db")
+    db.execute("CREATE TABLE apps (app_id TEXT PRIMARY KEY)")
+    db.commit()
+    db.close()
+    with pytest.raises(ThemisError, match=r"schema version none \(themis 0.1\)"):
+        Store(state_dir)
+
+
+def test_the_state_lock_refuses_a_second_holder_and_dies_with_its_process(
+    state_dir: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from themis.runtime.statelock import StateLock
+
+    first = StateLock(state_dir)
+    with pytest.raises(ThemisError, match=f"another arbiter \\(pid {__import__('os').getpid()}\\)"):
+        StateLock(state_dir)
+    first.release()
+    StateLock(state_dir).release()
+    # Held by a process that is then SIGKILLed: free again at once.
+    code = (
+        "import sys, time; from themis.runtime.statelock import StateLock; "
+        f"StateLock({str(state_dir)!r}); print('held', flush=True); time.sleep(60)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ThemisError, match=f"pid {holder.pid}"):
+            StateLock(state_dir)
+    finally:
+        holder.kill()
+        holder.wait(10)
+    StateLock(state_dir).release()

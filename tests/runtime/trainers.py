@@ -46,3 +46,16 @@ def stubborn(trial: themis.Trial) -> None:
 
 def broken(trial: themis.Trial) -> None:
     raise ValueError("this trial is broken")
+
+
+def ranks(trial: themis.Trial) -> None:
+    """``paced``, after writing this rank's rendezvous variables where the test reads them."""
+    import json
+
+    names = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+    env = {name: os.environ.get(name) for name in names}
+    env["rank"] = trial.rank
+    path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")
+    with open(path, "w") as f:
+        json.dump(env, f)
+    paced(trial)

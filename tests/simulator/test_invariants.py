@@ -22,6 +22,9 @@ from themis.simulator.engine import SimulationResult, simulate
 PROFILES = load_profiles()
 MODELS = sorted(PROFILES)
 CLUSTERS = ["1x2x2", "2x2x2", "1x1x4", "2x1x2"]
+#: Policies that idle GPUs on purpose, each with its own test of when: Gavel's synchronous
+#: rounds keep GPUs freed mid-round idle until the round ends (tests/policies/test_gavel.py).
+NOT_WORK_CONSERVING = frozenset({"gavel"})
 
 
 @st.composite
@@ -195,7 +198,8 @@ def test_schedule_invariants(policy: str, scenario) -> None:
     result = run(workload, cluster, policy, options, window)
     check_result(result, policy)
     check_apps_csv(result)
-    assert idle_while_waiting(result) == []
+    if policy not in NOT_WORK_CONSERVING:
+        assert idle_while_waiting(result) == []
     # Determinism: the same inputs (seed included) give the identical schedule.
     again = run(workload, cluster, policy, options, window)
     assert again.intervals == result.intervals

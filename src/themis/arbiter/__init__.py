@@ -1,1 +1,1 @@
-"""The arbiter: owns the GPUs, runs one round per batch of freed GPUs (DESIGN §5)."""
+"""The arbiter: owns the GPUs, runs one round per batch of freed GPUs (docs/design.md §5)."""

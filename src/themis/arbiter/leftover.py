@@ -1,4 +1,4 @@
-"""Leftover allocation (DESIGN §5 step 5): no GPU idles while some job could run.
+"""Leftover allocation (docs/design.md §5 step 5): no GPU idles while some job could run.
 
 GPUs the auction did not grant (hidden payments, unbid GPUs, GPUs a winner cannot use) go
 round-robin, one gang per app per pass, first to the apps that were not offered, then to

@@ -19,7 +19,7 @@ a time, so the cluster never drains more than one gang's worth of GPUs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from themis.model.cluster import Cluster
@@ -102,6 +102,7 @@ def choose_target(
     taken. Ties go to the candidate with more GPUs free now (less to drain), then to
     topology order, so the choice is deterministic."""
     span_groups: dict[int, list[int]] = {}
+    key: Mapping[int, int] | Sequence[int]
     if gang <= cluster.shape.machine_max:
         key = cluster.machine_of
     elif gang <= cluster.shape.rack_max:

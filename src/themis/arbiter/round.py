@@ -1,4 +1,4 @@
-"""One round of the Themis arbiter (DESIGN §5): the mechanism, step by step.
+"""One round of the Themis arbiter (docs/design.md §5): the mechanism, step by step.
 
 1. visibility: every active app with unmet demand reports its rho with what it holds now
    (leases ending in this round included; its bid's "nothing" is what it keeps);
@@ -19,6 +19,7 @@ import math
 import os
 import random
 from dataclasses import dataclass, field
+from typing import cast
 
 from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
@@ -206,9 +207,10 @@ class Arbiter:
         )
         record.outcome = outcome
         until = self.lease_end(now)
-        leftover = set(outcome.leftover)
+        # The auction is generic over hashable GPU ids; the arbiter offers ints.
+        leftover = set(cast("tuple[int, ...]", outcome.leftover))
         for app in offered:
-            granted = outcome.apps[app.app_id].granted
+            granted = cast("tuple[int, ...]", outcome.apps[app.app_id].granted)
             if not granted:
                 continue
             plan, unused = assign_jobs(

@@ -19,10 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import coo_matrix
-
 #: Added to the bound so that floating-point rounding in sums of prices never lets it cut
 #: a real improvement (the search's own tolerance is 1e-9: this is far below it).
 SLACK = 1e-11
@@ -34,6 +30,10 @@ Entries = Sequence[tuple]
 def lp_prices(seq: Sequence[Entries], width: int) -> list[float] | None:
     """Optimal duals of the GPU rows of the LP relaxation, one per bit below ``width``
     (None if HiGHS reports no optimum, which a bounded feasible LP never does)."""
+    import numpy as np  # here, not at import: the CLI starts without numpy and scipy
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix
+
     gains: list[float] = []
     rows: list[int] = []
     cols: list[int] = []

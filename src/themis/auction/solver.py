@@ -21,11 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
-
-from themis.auction.lp_path import WarmLp
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
 #: Objective values within this distance are treated as equal (log-utility units).
@@ -158,10 +153,12 @@ def _lp_first(groups: list[list[Candidate]]) -> bool:
     """Whether branch and bound's tables alone (entries x GPUs) would cost more than the
     whole LP path: such auctions go to the LP first (every bundled-trace auction, on 64
     GPUs, stays far below)."""
-    if not WarmLp.available():  # pragma: no cover - depends on the installed scipy
-        return False
     width = max(c.mask.bit_length() for g in groups for c in g)
-    return width * sum(len(g) for g in groups) > LP_FIRST_WORK
+    if width * sum(len(g) for g in groups) <= LP_FIRST_WORK:
+        return False
+    from themis.auction.lp_path import WarmLp  # here, not at import: see _milp
+
+    return WarmLp.available()
 
 
 def _solve_all_lp(
@@ -172,6 +169,10 @@ def _solve_all_lp(
     without a proof is answered by the integer program. As in branch and bound, a
     re-solve keeps its incumbent (the optimum minus the winner) unless the LP finds
     something better by more than TOLERANCE."""
+    import numpy as np  # here, not at import: see _milp
+
+    from themis.auction.lp_path import WarmLp
+
     if not WarmLp.available():  # pragma: no cover - depends on the installed scipy
         return None
     lp = WarmLp(groups, TOLERANCE)
@@ -491,6 +492,10 @@ class _Search:
 
 
 def _milp(groups: list[list[Candidate]]) -> Solution:
+    import numpy as np  # here, not at import: the CLI starts without numpy and scipy
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
     flat = [c for g in groups for c in g]
     gains = np.array([c.gain for c in flat])
     rows: list[int] = []  # one-entry-per-bidder rows, then one row per GPU

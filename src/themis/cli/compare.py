@@ -9,7 +9,7 @@ when a report is asked for, so that the command line starts fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,13 +24,11 @@ from themis.cli.run_options import (
     run_options,
     workers_option,
 )
-from themis.cli.runs import print_table, request, run
 from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
-from themis.experiments.runner import RunRequest
-from themis.reports.files import COMPARISON_FILE, ensure_dir, summary_dict, write_json
-from themis.reports.record import RunRecord
-from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
-from themis.reports.tables import comparison_table
+
+if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run starts
+    from themis.experiments.runner import RunRequest
+    from themis.reports.record import RunRecord
 
 
 @click.command(short_help="Replay a trace under several policies, one table.")
@@ -72,6 +70,9 @@ def compare(
     seed_list = parse_seeds(seeds, seed_on_command_line())
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
+    from themis.cli.runs import request, run  # after the option checks: errors stay quick
+    from themis.reports.files import ensure_dir
+
     requests: list[RunRequest] = []
     lines = []
     for seeded in configs:
@@ -102,6 +103,10 @@ def compare(
 
 
 def _one_seed(config: RunConfig, records: list[RunRecord], out_dir: Path) -> None:
+    from themis.cli.runs import print_table
+    from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
+    from themis.reports.tables import comparison_table
+
     summaries = [r.summary for r in records]
     write_json(
         out_dir / COMPARISON_FILE,
@@ -117,6 +122,10 @@ def _seeds(
     records: list[RunRecord],
     out_dir: Path,
 ) -> None:
+    from themis.cli.runs import print_table
+    from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
+    from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
+
     grouped = by_policy([(q.policy, r.summary) for q, r in zip(requests, records, strict=True)])
     settings = {k: v for k, v in config.to_dict().items() if k != "seed"}
     write_json(

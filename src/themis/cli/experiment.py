@@ -12,9 +12,6 @@ from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import parse_policies, workers_option
 from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
-from themis.experiments.paper import CLUSTER, plan
-from themis.experiments.runner import default_workers, run_many
-from themis.workload import load_workload
 
 
 @click.group(short_help="Run a predefined experiment (the paper's evaluation).")
@@ -62,6 +59,12 @@ def paper(
     range; plots: a line per seed, or a band)."""
     names = parse_policies(policies, "--policies")
     seed_list = parse_seeds(seeds, seed_on_command_line()) or [seed]
+    # Loaded after the options are checked, so that a mistake answers at once (the
+    # report's matplotlib and the runner are not needed for it).
+    from themis.experiments.paper import CLUSTER, plan
+    from themis.experiments.runner import default_workers, run_many
+    from themis.workload import load_workload
+
     workloads = {s: load_workload(defaults.TRACE, seed=s) for s in seed_list}
     workload = workloads[seed_list[0]]
     the_plan = plan(workloads, names)

@@ -8,18 +8,13 @@ no traceback. Ctrl-C exits with 130. Any other exception is a bug and shows its 
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 import click
 
 from themis import __version__
-from themis.cli.auction import auction
-from themis.cli.experiment import experiment
-from themis.cli.policies import policies
-from themis.cli.runtime import cancel, logs, serve, status, submit
-from themis.cli.simulate import compare, simulate
-from themis.cli.trace import trace
 from themis.errors import ThemisError
 
 #: Exit code of every user error (ThemisError or a usage error).
@@ -29,23 +24,86 @@ EXIT_INTERRUPTED = 130
 
 PROG = "themis"
 
+#: Each command: where it lives, and its one-line help for ``themis --help``. A command's
+#: module (and what it imports: numpy, scipy, matplotlib, ray) is loaded only when that
+#: command runs or shows its own help, so that ``themis --help`` and a usage error start
+#: in a fraction of a second (docs/benchmarks.md). tests/cli/test_main.py checks that each
+#: line here is the command's own short help.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "simulate": ("themis.cli.simulate:simulate", "Replay a trace under one policy."),
+    "compare": (
+        "themis.cli.compare:compare",
+        "Replay a trace under several policies, one table.",
+    ),
+    "auction": (
+        "themis.cli.auction:auction",
+        "Run one Partial Allocation auction from a JSON file.",
+    ),
+    "policies": ("themis.cli.policies:policies", "List the registered policies."),
+    "experiment": (
+        "themis.cli.experiment:experiment",
+        "Run a predefined experiment (the paper's evaluation).",
+    ),
+    "trace": ("themis.cli.trace:trace", "Generate, inspect and convert workload traces."),
+    "serve": ("themis.cli.runtime:serve", "Run the arbiter on a Ray cluster."),
+    "submit": ("themis.cli.runtime:submit", "Submit an app (app.yaml)."),
+    "status": ("themis.cli.runtime:status", "Show the arbiter's liveness and every app."),
+    "cancel": ("themis.cli.runtime:cancel", "Cancel an app."),
+    "logs": ("themis.cli.runtime:logs", "Show an app's event log."),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use (``LAZY_COMMANDS``).
+
+    Commands added with ``add_command`` (tests do) take precedence over the table.
+    """
+
+    def __init__(self, *args: object, lazy: dict[str, tuple[str, str]], **kwargs: object):
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        entry = self.lazy.get(cmd_name)
+        if entry is None:
+            return None
+        module, attr = entry[0].split(":")
+        command = getattr(importlib.import_module(module), attr)
+        self.commands[cmd_name] = command
+        return command  # type: ignore[no-any-return]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the table, so that ``--help`` imports no command."""
+        rows = []
+        for name in self.list_commands(ctx):
+            loaded = self.commands.get(name)
+            if loaded is not None:
+                if loaded.hidden:
+                    continue
+                text = loaded.get_short_help_str(formatter.width)
+            else:
+                text = self.lazy[name][1]
+            rows.append((name, text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=LAZY_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name=PROG, message="%(prog)s %(version)s")
 def cli() -> None:
     """Finish-time fair GPU cluster scheduling (Themis, NSDI 2020): simulate policies on
     a trace, compare them, reproduce the paper, or run the scheduler on a Ray cluster
     (serve, submit, status, cancel, logs)."""
-
-
-cli.add_command(simulate)
-cli.add_command(compare)
-cli.add_command(auction)
-cli.add_command(policies)
-cli.add_command(experiment)
-cli.add_command(trace)
-for _runtime_command in (serve, submit, status, cancel, logs):
-    cli.add_command(_runtime_command)
 
 
 def one_line(message: str) -> str:

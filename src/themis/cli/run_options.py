@@ -26,6 +26,7 @@ from themis.model.cluster import Cluster
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.simulator.engine import check_fits
+from themis.units import gpu_hours_text
 from themis.workload import (
     DEFAULT_APP_GAP,
     ArrivalMode,
@@ -56,9 +57,20 @@ class RunConfig:
     format: str = "hyperdrive"
     app_gap_s: float = DEFAULT_APP_GAP
     variants: Variants = field(default_factory=Variants)
+    throughputs: str | None = None
+    #: Themis: how long a reservation may hold GPUs idle (None: one lease; 0: off).
+    reservation_bound_s: float | None = None
+    #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
+    lease_align_s: float = 0.0
 
     def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(lease=self.lease_s, fairness_knob=self.fairness_knob, seed=self.seed)
+        return PolicyOptions(
+            lease=self.lease_s,
+            fairness_knob=self.fairness_knob,
+            seed=self.seed,
+            reservation_bound=self.reservation_bound_s,
+            lease_align=self.lease_align_s,
+        )
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -81,6 +93,12 @@ class RunConfig:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
         out.update(self.variants.to_dict())
+        out["reservation_bound_s"] = (
+            self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
+        )
+        out["lease_align_s"] = self.lease_align_s
+        if self.throughputs is not None:
+            out["throughputs"] = self.throughputs
         return out
 
 
@@ -103,6 +121,13 @@ def trace_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
             metavar="SECONDS",
             help="Traces with users only (Philly, Helios, PAI): a pause longer than this "
             "between a user's submissions starts a new app.",
+        ),
+        click.option(
+            "--throughputs",
+            default=None,
+            metavar="FILE",
+            help="Gavel traces only: Gavel's throughput JSON; each job then runs "
+            "total_steps / its v100 throughput seconds, as Gavel intended.",
         ),
     ]
 
@@ -162,6 +187,22 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             metavar="SECONDS",
             help="Lease ends this close (>= 0) are batched into one round.",
+        ),
+        click.option(
+            "--reservation-bound",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Themis: longest a reservation may hold GPUs idle for a waiting gang "
+            "(0: no reservations)  [default: one lease]",
+        ),
+        click.option(
+            "--lease-align",
+            type=float,
+            default=0.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Themis: end leases on multiples of this many seconds (0: not aligned).",
         ),
         click.option(
             "--seed",
@@ -244,6 +285,9 @@ def make_config(
     model_share: str | None = None,
     vgg_share: float | None = None,
     contention: float = 1.0,
+    throughputs: str | None = None,
+    reservation_bound: float | None = None,
+    lease_align: float = 0.0,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -261,6 +305,17 @@ def make_config(
         )
     if not (math.isfinite(app_gap) and app_gap >= 0):
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
+    if reservation_bound is not None and not (
+        math.isfinite(reservation_bound) and reservation_bound >= 0
+    ):
+        raise ThemisError(
+            f"must be a number of seconds >= 0, got {reservation_bound}",
+            field="--reservation-bound",
+        )
+    if not (math.isfinite(lease_align) and lease_align >= 0):
+        raise ThemisError(
+            f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
+        )
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     if is_generated(trace):
@@ -284,6 +339,8 @@ def make_config(
             GENERATED_FORMAT,
             app_gap,
             variants,
+            reservation_bound_s=reservation_bound,
+            lease_align_s=lease_align,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -300,6 +357,9 @@ def make_config(
         fmt.value,
         app_gap,
         variants,
+        throughputs,
+        reservation_bound_s=reservation_bound,
+        lease_align_s=lease_align,
     )
 
 
@@ -355,6 +415,7 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
             arrivals=config.arrivals,
             app_interval=config.app_interval_s,
             app_gap=config.app_gap_s,
+            throughputs=config.throughputs,
         )
     workload = config.variants.apply(workload, cluster, config.seed)
     check_fits(workload, cluster)
@@ -374,7 +435,7 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when += f" ({contention:g}x contention)"
     line = (
         f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
-        f"{workload.gpu_seconds() / 3600:,.0f} GPU-hours arriving {when}, {load_text} "
+        f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )
     excluded = workload.notes.get("excluded")

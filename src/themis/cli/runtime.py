@@ -1,14 +1,18 @@
 """``themis serve | submit | status | cancel | logs``: the runtime on a Ray cluster.
 
-``serve`` runs the arbiter; the others talk to it through the state directory's database
-(``runtime.client``), so they work from any shell on the arbiter's machine and need no
-network port. Ray is imported by ``serve`` only.
+``serve`` runs the arbiter: it owns the state directory (locked, one arbiter per state)
+and serves an authenticated HTTP API. The other commands are clients of that API
+(``--server`` / ``THEMIS_SERVER``, ``--token`` / ``THEMIS_TOKEN``), so they work from
+any directory and any machine that can reach it, and never touch a state directory.
+Ray is imported by ``serve`` only, and FastAPI/uvicorn too: ``themis --help`` stays fast
+and a client machine needs no runtime extra.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,8 +26,10 @@ from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
 
-#: The state directory: database, checkpoints (unless --storage), nothing else.
+#: The state directory: database, lock, operator tokens, checkpoints (unless --storage).
 STATE_DIR = ".themis"
+#: Where serve listens by default: loopback only.
+DEFAULT_LISTEN = "127.0.0.1:7878"
 
 _STATE = click.option(
     "--state-dir",
@@ -33,18 +39,26 @@ _STATE = click.option(
     show_default=True,
     help="The arbiter's state directory (env THEMIS_STATE_DIR).",
 )
+_SERVER = click.option(
+    "--server",
+    envvar="THEMIS_SERVER",
+    default="http://127.0.0.1:7878",
+    show_default=True,
+    help="The arbiter's URL (env THEMIS_SERVER).",
+)
 _TOKEN = click.option(
     "--token",
     envvar="THEMIS_TOKEN",
     default=None,
-    help="The app's token, printed by submit (env THEMIS_TOKEN).",
+    help="An app's token (printed by submit), or the operator's submit or admin token "
+    "(env THEMIS_TOKEN).",
 )
 
 
-def _store(state_dir: str) -> Any:
-    from themis.runtime.store import Store
+def _client(server: str, token: str | None) -> Any:
+    from themis.runtime.http_client import Client
 
-    return Store(state_dir)
+    return Client(server, token)
 
 
 @click.command(short_help="Run the arbiter on a Ray cluster.")
@@ -115,6 +129,32 @@ def _store(state_dir: str) -> Any:
     help="Seconds a job may take to checkpoint after its lease ends.",
 )
 @click.option("--exit-when-done", is_flag=True, help="Exit once no app is submitted or running.")
+@click.option(
+    "--listen",
+    default=DEFAULT_LISTEN,
+    show_default=True,
+    help="HOST:PORT of the HTTP API; port 0 picks a free one (printed, and written to "
+    "STATE_DIR/server.url). Loopback unless you mean otherwise: see docs/runtime.md.",
+)
+@click.option("--init", is_flag=True, help="Create the state database if it does not exist.")
+@click.option(
+    "--url-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the API's URL here.",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Serve HTTPS with this certificate (PEM).",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="The certificate's private key (PEM).",
+)
 def serve(
     state_dir: str,
     address: str | None,
@@ -129,19 +169,35 @@ def serve(
     batch_window: float,
     grace: float,
     exit_when_done: bool,
+    listen: str,
+    init: bool,
+    url_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Run the Themis arbiter: start a local Ray cluster (--gpus over --machines) or join
-    one (--address), then schedule submitted apps until interrupted."""
-    try:
-        import ray  # noqa: F401  (the runtime extra; the simulator runs without it)
-    except ImportError:
-        raise ThemisError(
-            "the runtime needs Ray: pip install 'themis-scheduler[runtime]'", field="serve"
-        ) from None
-    from themis.runtime import ray_cluster
-    from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
+    one (--address), serve the API on --listen, and schedule submitted apps until
+    interrupted. The operator's tokens are in STATE_DIR/admin.token and submit.token."""
+    from themis.runtime import server as api_server
 
-    store = _store(state_dir)
+    if not grace < lease_s:  # checked before anything starts (ServiceOptions says why)
+        raise ThemisError(
+            f"--grace ({grace:g}s) must be shorter than --lease ({lease_s:g}s)", field="--grace"
+        )
+    api_host, port = api_server.parse_listen(listen)
+    if (tls_cert is None) != (tls_key is None):
+        raise ThemisError("--tls-cert and --tls-key go together", field="--tls-cert")
+    try:
+        import fastapi  # noqa: F401
+        import ray  # noqa: F401  (the runtime extra; the simulator runs without it)
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ThemisError(
+            f"the runtime needs {exc.name}: pip install 'themis-scheduler[runtime]'",
+            field="serve",
+        ) from None
+    from themis.runtime.arbiter_service import ServiceOptions
+
     options = ServiceOptions(
         policy=policy,
         lease=lease_s,
@@ -149,9 +205,94 @@ def serve(
         batch_window=batch_window,
         grace=grace,
     )
+    if not api_server.is_loopback(api_host) and tls_cert is None:
+        click.echo(
+            f"themis serve: warning: the API listens on {api_host} without TLS; tokens cross "
+            "the network in clear (see docs/runtime.md, TLS)",
+            err=True,
+        )
+    _serve(
+        Path(state_dir),
+        options,
+        address,
+        (gpus, machines, racks, host),
+        storage,
+        exit_when_done,
+        (api_host, port),
+        init,
+        url_file,
+        (tls_cert, tls_key),
+    )
+
+
+def _serve(
+    state_dir: Path,
+    options: Any,
+    address: str | None,
+    local_shape: tuple[int, int, int, str],
+    storage: str | None,
+    exit_when_done: bool,
+    listen: tuple[str, int],
+    init: bool,
+    url_file: str | None,
+    tls: tuple[str | None, str | None],
+) -> None:
+    from themis.runtime.store import DB_NAME, Store
+
+    if not init and not (state_dir / DB_NAME).exists():
+        Store(state_dir)  # refused with its one line; nothing is created
+    from themis.runtime.statelock import StateLock
+
+    lock = StateLock(state_dir)
+    try:
+        store = Store(state_dir, init=init)
+    except BaseException:
+        lock.release()
+        raise
+    try:
+        _serve_locked(
+            state_dir,
+            store,
+            options,
+            address,
+            local_shape,
+            storage,
+            exit_when_done,
+            listen,
+            url_file,
+            tls,
+        )
+    finally:
+        store.close()
+        lock.release()
+
+
+def _serve_locked(
+    state_dir: Path,
+    store: Any,
+    options: Any,
+    address: str | None,
+    local_shape: tuple[int, int, int, str],
+    storage: str | None,
+    exit_when_done: bool,
+    listen: tuple[str, int],
+    url_file: str | None,
+    tls: tuple[str | None, str | None],
+) -> None:
+    from themis.runtime import ray_cluster
+    from themis.runtime import server as api_server
+    from themis.runtime.api import ApiContext, make_api
+    from themis.runtime.arbiter_service import ArbiterService
+    from themis.runtime.auth import ADMIN_TOKEN_FILE, SUBMIT_TOKEN_FILE, OperatorTokens
+    from themis.runtime.commands import CommandQueue
+    from themis.runtime.metrics import ArbiterMetrics
+
+    tokens = OperatorTokens.load_or_create(state_dir)
+    api_server.forget_private_env()
+    gpus, machines, racks, ray_host = local_shape
     local = None
     if address is None:
-        local = ray_cluster.start_local(gpus, machines, racks, host)
+        local = ray_cluster.start_local(gpus, machines, racks, ray_host)
         where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
     else:
         ray_cluster.connect(address)
@@ -165,14 +306,30 @@ def serve(
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    api = None
     try:
+        metrics = ArbiterMetrics()
+        commands = CommandQueue()
         service = ArbiterService(
-            store, Path(storage or Path(state_dir) / "checkpoints").resolve(), options, ray.nodes
+            store,
+            Path(storage or state_dir / "checkpoints").resolve(),
+            options,
+            ray.nodes,
+            metrics=metrics,
+            commands=commands,
         )
+        context = ApiContext(state_dir, tokens, commands, service.snapshot, metrics)
+        api = api_server.ApiServer.start(make_api(context), *listen, *tls)
+        api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
         click.echo(
             f"themis serve: {where}; "
             f"{cluster.describe() if cluster else 'no GPUs yet'}; state in {state_dir}",
+            err=True,
+        )
+        click.echo(
+            f"themis serve: listening on {api.url} (tokens: {state_dir / ADMIN_TOKEN_FILE}, "
+            f"{state_dir / SUBMIT_TOKEN_FILE})",
             err=True,
         )
         try:
@@ -180,7 +337,8 @@ def serve(
         finally:
             service.shutdown()
     finally:
-        store.close()
+        if api is not None:
+            api.stop()
         if local is not None:
             local.shutdown()
         else:
@@ -188,114 +346,118 @@ def serve(
 
 
 @click.command(short_help="Submit an app (app.yaml).")
-@_STATE
+@_SERVER
+@_TOKEN
 @click.argument("app_file", type=click.Path(dir_okay=False))
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Also write the token to this file (mode 0600).",
+    help="Also write the app's new token to this file (mode 0600).",
 )
-def submit(state_dir: str, app_file: str, token_file: str | None) -> None:
-    """Submit the sweep described by APP_FILE; prints the app's token, which cancel
-    needs."""
-    from themis.runtime.client import submit as submit_app
-
-    store = _store(state_dir)
-    try:
-        done = submit_app(store, app_file)
-    finally:
-        store.close()
+def submit(server: str, token: str | None, app_file: str, token_file: str | None) -> None:
+    """Submit the sweep described by APP_FILE with the operator's submit (or admin)
+    token; prints the app's own token, which cancel and logs need."""
+    done = _client(server, token).submit(app_file)
     if token_file is not None:
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            f.write(done.token + "\n")
-    click.echo(f"submitted app '{done.app_id}' ({done.trials} trials)")
-    click.echo(f"token: {done.token}")
+            f.write(done["token"] + "\n")
+    click.echo(f"submitted app '{done['app_id']}' ({done['trials']} trials)")
+    click.echo(f"token: {done['token']}")
 
 
-@click.command(short_help="Show apps, rho, GPUs, leases and trials.")
-@_STATE
-def status(state_dir: str) -> None:
-    """One row per app: state, rho (estimated with what it holds while it runs, from its
-    real finish once done), GPUs held, leases, trials alive/stopped/finished/failed, steps
-    checkpointed."""
-    from themis.runtime.client import status_rows
-
-    store = _store(state_dir)
-    try:
-        rows = status_rows(store)
-    finally:
-        store.close()
+@click.command(short_help="Show the arbiter's liveness and every app.")
+@_SERVER
+@_TOKEN
+def status(server: str, token: str | None) -> None:
+    """First line: whether the arbiter is alive (its scheduling loop's last tick, Ray).
+    Then one row per app: state, rho (estimated with what it holds while it runs, from
+    its real finish once done), GPUs held, leases, trials alive / stopped early /
+    finished / failed, steps checkpointed, and why: how it ended, or why it holds no
+    GPU. An app's token shows that app only."""
+    answer = _client(server, token).status()
+    arbiter = answer["arbiter"]
+    click.echo(_liveness_line(server, arbiter))
+    rows = answer["apps"]
     if not rows:
         click.echo("no apps")
-        return
     table = Table(box=None, pad_edge=False)
-    for name in ("app", "state", "rho", "GPUs", "leases", "alive", "stopped", "done", "failed"):
+    for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")
     table.add_column("steps", justify="right")
+    table.add_column("why", justify="left", overflow="fold")
     for r in rows:
         table.add_row(
-            r.app_id,
-            r.state,
-            _rho(r.rho),
-            str(r.gpus),
-            str(r.leases),
-            str(r.alive),
-            str(r.stopped),
-            str(r.finished),
-            str(r.failed),
-            f"{r.steps_done}/{r.steps_total}",
+            r["app_id"],
+            r["state"],
+            _rho(r["rho"]),
+            str(r["gpus"]),
+            str(r["leases"]),
+            str(r["alive"]),
+            str(r["stopped_early"]),
+            str(r["finished"]),
+            str(r["failed"]),
+            f"{r['steps_done']}/{r['steps_total']}",
+            r["why"] or "",
         )
-    Console(highlight=False, width=120).print(table)
+    if rows:
+        Console(highlight=False, width=160).print(table)
+    if arbiter["state"] != "alive":
+        sys.exit(3)
+
+
+def _liveness_line(server: str, a: dict[str, Any]) -> str:
+    up = time.time() - a["started"]
+    what = {
+        "alive": "alive",
+        "stalled": "STALLED (its scheduling loop stopped ticking)",
+        "ray-unreachable": f"RAY UNREACHABLE ({a['ray_error']})",
+    }[a["state"]]
+    return (
+        f"arbiter {what} at {server}: last tick {a['age']:.1f}s ago, up {up / 60:.0f} min, "
+        f"{a['gpus']} GPUs on {a['machines']} machines, {a['rounds']} rounds"
+    )
 
 
 @click.command(short_help="Cancel an app.")
-@_STATE
-@click.argument("app")
+@_SERVER
 @_TOKEN
+@click.argument("app")
 @click.option(
     "--wait",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=0, max=120),
     default=30.0,
     show_default=True,
-    help="Seconds to wait for the arbiter's answer.",
+    help="Seconds to wait for the arbiter; past them the cancel is withdrawn, never done.",
 )
-def cancel(state_dir: str, app: str, token: str | None, wait: float) -> None:
-    """Cancel APP: its jobs checkpoint and stop, its GPUs go back to the arbiter."""
-    from themis.runtime.client import send_request
-
-    store = _store(state_dir)
-    try:
-        click.echo(send_request(store, "cancel", app, token, wait=wait))
-    finally:
-        store.close()
+def cancel(server: str, token: str | None, app: str, wait: float) -> None:
+    """Cancel APP (its token, or the admin token): its jobs checkpoint and stop, its GPUs
+    go back to the arbiter."""
+    click.echo(_client(server, token).cancel(app, wait))
 
 
 @click.command(short_help="Show an app's event log.")
-@_STATE
+@_SERVER
+@_TOKEN
 @click.argument("app")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the app ends.")
-def logs(state_dir: str, app: str, follow: bool) -> None:
-    """APP's events: admission, leases granted, renewed and ended, checkpoints, early
-    stops, failures, and what its trials logged (trial.log)."""
-    from themis.runtime.client import log_lines
-
-    store = _store(state_dir)
-    try:
-        lines, last = log_lines(store, app)
-        for line in lines:
+def logs(server: str, token: str | None, app: str, follow: bool) -> None:
+    """APP's events (its token, or the admin token): admission, leases granted, renewed
+    and ended, checkpoints, early stops, failures, and what its trials logged."""
+    client = _client(server, token)
+    last = 0
+    while True:
+        answer = client.logs(app, last)
+        for line in answer["lines"]:
             click.echo(line)
-        while follow:
-            row = store.app(app)
-            if row is None or row.state not in ("submitted", "running"):
-                break
-            time.sleep(0.5)
-            lines, last = log_lines(store, app, last)
-            for line in lines:
-                click.echo(line)
-    finally:
-        store.close()
+        more = answer["last"] != last
+        last = answer["last"]
+        if more:
+            continue  # a page of at most 1000 events: fetch the next at once
+        if not follow or answer["state"] not in ("submitted", "running"):
+            break
+        time.sleep(0.5)
 
 
 def _rho(value: float | None) -> str:

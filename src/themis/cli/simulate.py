@@ -1,7 +1,8 @@
 """``themis simulate``: one policy on one workload.
 
-``compare`` (several policies, several seeds) lives in ``cli/compare.py``; it is imported
-here too so that ``themis.cli.simulate`` still offers both commands.
+``compare`` (several policies, several seeds) lives in ``cli/compare.py``. The runner and
+the reports (numpy, rich tables) are imported after the options are checked, so that
+``--help`` and one-line errors start fast (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -12,14 +13,8 @@ from typing import Any
 import click
 
 from themis.cli import defaults
-from themis.cli.compare import compare
 from themis.cli.progress import QUIET
 from themis.cli.run_options import check_policies, describe, load_inputs, make_config, run_options
-from themis.cli.runs import print_table, request, run
-from themis.reports.files import ensure_dir
-from themis.reports.tables import comparison_table
-
-__all__ = ["compare", "simulate"]
 
 
 @click.command(short_help="Replay a trace under one policy.")
@@ -43,6 +38,10 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     config = make_config(**options)
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
+    from themis.cli.runs import print_table, request, run  # after the checks: errors stay quick
+    from themis.reports.files import ensure_dir
+    from themis.reports.tables import comparison_table
+
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
     ensure_dir(out_dir)
     click.echo(describe(workload, cluster, config))

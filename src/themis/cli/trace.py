@@ -71,6 +71,7 @@ def _load(
     seed: int,
     arrivals: str | None,
     app_interval: float,
+    throughputs: str | None = None,
 ) -> Workload:
     fmt = trace_format(file, trace_format_name)
     models, gpu_types = load_profiles_file(profiles)
@@ -83,6 +84,7 @@ def _load(
         arrivals=arrivals,
         app_interval=app_interval,
         app_gap=app_gap,
+        throughputs=throughputs,
     )
 
 

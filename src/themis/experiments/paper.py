@@ -88,7 +88,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Lease length",
             "lease (minutes)",
             LEASES_S,
-            keep("themis", "gavel-ftf", "tiresias"),
+            keep("themis", "ftf-oracle", "tiresias"),
             lambda w, v, p, s: _request(w, p, s, replace(BASE, lease=v)),
             "The lease is Themis's grant length and the baselines' re-allocation quantum.",
         ),
@@ -97,7 +97,9 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Contention",
             "arrivals compressed (x)",
             CONTENTION,
-            keep("themis", "gavel-ftf", "tiresias", "gandiva", "optimus", "slaq", "max-min"),
+            keep(
+                "themis", "ftf-oracle", "gavel", "tiresias", "gandiva", "optimus", "slaq", "max-min"
+            ),
             lambda w, v, p, s: _request(compress_arrivals(w, v), p, s),
             "Apps arrive 1x, 2x and 4x as often as in the main run (same apps, same work).",
         ),
@@ -106,7 +108,7 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
             "Placement-sensitive apps",
             "share of apps training a VGG model",
             VGG_SHARES,
-            keep("themis", "gavel-ftf", "tiresias", "gandiva", "max-min"),
+            keep("themis", "ftf-oracle", "gavel", "tiresias", "gandiva", "max-min"),
             lambda w, v, p, s: _request(
                 with_model_share(with_gang_mix(w, seed=s, max_gang=MAX_GANG), v, seed=s), p, s
             ),

@@ -1,1 +1,1 @@
-"""Finish-time fairness (DESIGN §3): T_sh, T_id = T_cluster * N_avg, and rho."""
+"""Finish-time fairness (docs/design.md §3): T_sh, T_id = T_cluster * N_avg, and rho."""

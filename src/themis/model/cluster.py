@@ -94,7 +94,7 @@ class Cluster:
         racks, machines, per_machine = (int(x) for x in match.groups())
         if min(racks, machines, per_machine) < 1:
             raise ThemisError(f"cluster '{spec}' must have at least 1 of each", field="--cluster")
-        gpus = []
+        gpus: list[Gpu] = []
         for r in range(racks):
             for m in range(machines):
                 machine = r * machines + m

@@ -47,15 +47,25 @@ class Workload:
         )
 
     def offered_load(self, gpus: int) -> float:
-        """Work offered per GPU-second of the arrival period.
+        """Work offered per GPU-second while apps arrive, capped by what the jobs could
+        use at all.
 
-        The period is the span of arrivals plus one mean inter-arrival gap, so that ``n``
-        apps arriving every ``d`` seconds have a period of ``n * d``; a single app (or all
-        arriving at once) has no period, and the load is reported as infinite.
+        The rate-based load is the work over the arrival period: the span of arrivals
+        plus one mean inter-arrival gap, so that ``n`` apps arriving every ``d`` seconds
+        have a period of ``n * d`` (HyperDrive: 1.46 at the default interval). On a short
+        trace of long jobs that period is no measure of contention: three jobs arriving
+        seconds apart once read "offered load 275" on 64 GPUs where they never contend.
+        So the load is capped by the GPUs every job would hold at once, over the cluster's
+        (the load if all ran together): those three jobs offer 0.06. With one arrival, or
+        all at once, the cap is the load.
         """
+        work = self.gpu_seconds()
+        if work <= 0:
+            return 0.0
+        demand = sum(job.gang for app in self.apps for job in app.jobs) / gpus
         arrivals = sorted(a.arrival for a in self.apps)
-        if len(arrivals) < 2 or arrivals[-1] == arrivals[0]:
-            return float("inf")
         span = arrivals[-1] - arrivals[0]
+        if span <= 0:
+            return demand
         period = span + span / (len(arrivals) - 1)
-        return self.gpu_seconds() / (gpus * period)
+        return min(work / (gpus * period), demand)

@@ -41,9 +41,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.optimize import brentq, linprog
-
 from themis.fairness.ftf import GangWork
 from themis.model.cluster import SetShape
 from themis.model.profiles import ModelProfile
@@ -173,6 +170,9 @@ def water_level(loads: Sequence[AppLoad], capacity: float) -> float | None:
 
     Vectorized over apps: a simulation solves this thousands of times.
     """
+    import numpy as np  # here, not at import: the CLI starts without numpy and scipy
+    from scipy.optimize import brentq
+
     work = np.array([ld.work for ld in loads])
     ideal = np.array([ld.ideal for ld in loads])
     elapsed = np.array([ld.elapsed for ld in loads])
@@ -210,6 +210,9 @@ def spread_unclaimed(
     ``min(capacity, sum cap)`` GPUs, and the order makes the worst-off app's jobs the ones
     that run alongside when there is more room than anybody needs.
     """
+    import numpy as np
+    from scipy.optimize import linprog
+
     base = [float(s) for s in shares]
     unclaimed = capacity - sum(base)
     room = [ld.cap - s for ld, s in zip(loads, base, strict=True)]

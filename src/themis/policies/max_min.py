@@ -100,11 +100,11 @@ class MaxMinPolicy(Policy):
                     return schedule
                 if job in schedule or job.gang > len(free):
                     continue
-                spot = pack_gang(view.cluster, free, job.gang)
-                if spot is not None:
-                    schedule[job] = Assignment(spot)
-                    free.difference_update(spot)
-                    held[app.app_id] += len(spot)
+                packed = pack_gang(view.cluster, free, job.gang)
+                if packed is not None:
+                    schedule[job] = Assignment(packed)
+                    free.difference_update(packed)
+                    held[app.app_id] += len(packed)
         return schedule
 
     @staticmethod

@@ -109,9 +109,9 @@ class OptimusPolicy(Policy):
             if not jobs:
                 continue
             plan = AppPlan(app, order, held[id(app)], jobs, view.now)
-            job = plan.candidate(capacity)
-            if job is not None:
-                heap.append((priority(plan, cluster, job.gang), plan, job))
+            first = plan.candidate(capacity)
+            if first is not None:
+                heap.append((priority(plan, cluster, first.gang), plan, first))
         heapq.heapify(heap)
         chosen: list[JobState] = []
         while heap and capacity > 0:

@@ -61,6 +61,8 @@ class RunSummary:
     #: Apps that finished later than on their private 1/N cluster (rho > 1), and their share.
     apps_rho_over_1: int = 0
     share_rho_over_1: float = 0.0
+    #: GPU-hours a policy kept idle on purpose (Themis's reservations for waiting gangs).
+    reserved_idle_gpu_hours: float = 0.0
 
 
 def gang_text(gangs: Sequence[int]) -> str:
@@ -169,4 +171,6 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
         rho_p99=percentile(rhos, 99),
         apps_rho_over_1=over,
         share_rho_over_1=over / len(rhos),
+        reserved_idle_gpu_hours=sum(e - s for s, e, gpus in result.held_idle for _ in gpus)
+        / 3600.0,
     )

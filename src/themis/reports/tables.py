@@ -13,10 +13,12 @@ from collections.abc import Callable, Sequence
 from rich.table import Table
 
 from themis.reports.metrics import RunSummary
+from themis.units import duration_text, gpu_hours_text
 
 
 def show_hours(seconds: float) -> str:
-    return f"{seconds / 3600:,.1f} h"
+    """Adaptive: a 178 s completion shows as ``178 s``, not ``0.0 h``."""
+    return duration_text(seconds)
 
 
 def show_ratio(value: float) -> str:
@@ -40,7 +42,7 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
     ("mean completion", lambda s: show_hours(s.mean_completion_s)),
     ("median completion", lambda s: show_hours(s.median_completion_s)),
     ("makespan", lambda s: show_hours(s.makespan_s)),
-    ("GPU-hours used", lambda s: f"{s.gpu_hours:,.0f}"),
+    ("GPU-hours used", lambda s: gpu_hours_text(s.gpu_hours)),
     ("utilization", lambda s: show_percent(s.utilization)),
     ("placement score", lambda s: show_percent(s.placement_score)),
     ("offered load", lambda s: show_ratio(s.offered_load)),

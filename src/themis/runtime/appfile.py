@@ -27,12 +27,19 @@ Every field is checked before anything is submitted; the first problem is raised
 :class:`ThemisError` naming the file and the field (``early_stopping.eta``), so that the
 CLI prints one line. Trial configurations are drawn here, once, so that a restarted
 arbiter and every node see the same ones.
+
+The file comes from users the arbiter does not trust, so what it may cost is bounded
+before it is parsed: at most ``MAX_APP_BYTES`` (checked before reading), no YAML anchors
+or aliases (a 500-byte "billion laughs" file otherwise expands to gigabytes), at most
+``MAX_DEPTH`` levels of nesting, and bounded trials and search space. Each refusal takes
+milliseconds.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -63,6 +70,16 @@ _FIELDS = frozenset(
     }
 )
 _DISTRIBUTIONS = ("uniform", "loguniform", "randint")
+#: Largest app file accepted: real ones are a few hundred bytes.
+MAX_APP_BYTES = 64 * 1024
+#: Deepest nesting of YAML collections accepted (real files use 3).
+MAX_DEPTH = 16
+#: Most trials per app, parameters per search space, choices per parameter, and
+#: characters per string value: they bound what one app stores and schedules.
+MAX_TRIALS = 1000
+MAX_PARAMS = 32
+MAX_CHOICES = 256
+MAX_STRING = 256
 #: Periodic checkpoints by default: a crash loses at most this many steps of work.
 DEFAULT_CHECKPOINT_EVERY = 20
 
@@ -189,23 +206,78 @@ class _Fields:
         return value
 
 
-def load_app_file(path: str | Path) -> AppFile:
-    """Read and check an ``app.yaml``."""
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without anchors and aliases, and with a depth limit."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused("YAML anchors and aliases are not allowed", event.start_mark.line)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line + 1
+
+
+def read_app_text(path: str | Path) -> str:
+    """The text of an app file, refused unread when larger than ``MAX_APP_BYTES``."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ThemisError("not a UTF-8 text file", source=source) from None
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_APP_BYTES:
+                raise _too_big(size, source)
+            data = f.read(MAX_APP_BYTES + 1)
     except OSError as exc:
         raise ThemisError(f"cannot read app file: {exc.strerror}", source=source) from None
+    if len(data) > MAX_APP_BYTES:  # grew while read, or not a regular file
+        raise _too_big(len(data), source)
     try:
-        raw = yaml.safe_load(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ThemisError("not a UTF-8 text file", source=source) from None
+
+
+def _too_big(size: int, source: str) -> ThemisError:
+    return ThemisError(
+        f"the app file is {size / 2**20:.1f} MiB; at most {MAX_APP_BYTES // 1024} KiB",
+        source=source,
+    )
+
+
+def load_app_file(path: str | Path) -> AppFile:
+    """Read and check an ``app.yaml``."""
+    return parse_app_text(read_app_text(path), str(path), Path(path).resolve().parent)
+
+
+def parse_app_text(text: str, source: str, base_dir: Path) -> AppFile:
+    """Check an app file's text (as the arbiter's API receives it)."""
+    if len(text.encode("utf-8")) > MAX_APP_BYTES:
+        raise _too_big(len(text.encode("utf-8")), source)
+    try:
+        raw = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
+    except _Refused as exc:
+        raise ThemisError(exc.message, source=source, line=exc.line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or "cannot parse"
         raise ThemisError(f"invalid YAML: {problem}", source=source, line=line) from None
-    return parse_app(raw, source, Path(path).resolve().parent)
+    return parse_app(raw, source, base_dir)
 
 
 def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
@@ -220,6 +292,8 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     name = f.string("name", _NAME_RE, "letters, digits, '-' or '_' (at most 64)")
     entrypoint = f.string("entrypoint", _ENTRY_RE, "'module:function'")
     trials = f.integer("trials")
+    if trials > MAX_TRIALS:
+        raise f.fail("trials", f"at most {MAX_TRIALS} trials per app, got {trials}")
     gpus = f.integer("gpus_per_trial")
     steps = f.integer("steps")
     step_time = f.number("step_time")
@@ -288,13 +362,25 @@ def _draw_configs(
     ``{uniform|loguniform|randint: [lo, hi]}`` is drawn from a generator seeded by ``seed``."""
     grid: dict[str, list[Any]] = {}
     draws: dict[str, tuple[str, float, float]] = {}
+    if len(space) > MAX_PARAMS:
+        raise ThemisError(
+            f"at most {MAX_PARAMS} parameters, got {len(space)}",
+            source=source,
+            field="search_space",
+        )
     for key, value in space.items():
         field = f"search_space.{key}"
-        if not isinstance(key, str) or not _PARAM_RE.match(key):
+        if not isinstance(key, str) or not _PARAM_RE.match(key) or len(key) > MAX_STRING:
             raise ThemisError("must be an identifier", source=source, field=field)
         if isinstance(value, list):
             if not value:
                 raise ThemisError("an empty list of choices", source=source, field=field)
+            if len(value) > MAX_CHOICES:
+                raise ThemisError(
+                    f"at most {MAX_CHOICES} choices, got {len(value)}", source=source, field=field
+                )
+            for choice in value:
+                _check_choice(choice, source, field)
             grid[key] = value
         elif isinstance(value, dict) and len(value) == 1:
             kind, bounds = next(iter(value.items()))
@@ -316,6 +402,7 @@ def _draw_configs(
                 raise ThemisError("loguniform needs low > 0", source=source, field=field)
             draws[key] = (kind, float(bounds[0]), float(bounds[1]))
         elif isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            _check_choice(value, source, field)
             grid[key] = [value]
         else:
             raise ThemisError(
@@ -337,3 +424,17 @@ def _draw_configs(
                 config[key] = rng.randint(int(low), int(high))
         configs.append(config)
     return tuple(configs)
+
+
+def _check_choice(value: Any, source: str, field: str) -> None:
+    """A choice is a scalar of bounded size: configs are stored once per trial."""
+    if not isinstance(value, (int, float, str, bool)):
+        raise ThemisError(
+            f"choices must be numbers, strings or booleans, got {type(value).__name__}",
+            source=source,
+            field=field,
+        )
+    if isinstance(value, str) and len(value) > MAX_STRING:
+        raise ThemisError(
+            f"a string choice is at most {MAX_STRING} characters", source=source, field=field
+        )

@@ -34,6 +34,7 @@ class NodeInfo:
     rack: str
     gpus: int
     gpu_type: str | None
+    address: str = ""  # the node's IP (Ray's NodeManagerAddress): a gang's MASTER_ADDR
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,12 @@ class Inventory:
 
     def index(self) -> dict[Slot, int]:
         return {slot: g for g, slot in enumerate(self.slots)}
+
+    def address(self, node_id: str) -> str:
+        for info in self.nodes:
+            if info.node_id == node_id:
+                return info.address
+        return ""
 
     def per_node(self, gpus: Iterable[int]) -> list[tuple[str, int]]:
         """(node id, GPU count) of a GPU set, the node with most GPUs first."""
@@ -69,7 +76,8 @@ def node_info(node: Mapping[str, Any]) -> NodeInfo | None:
         rack = racks[0] if racks else DEFAULT_RACK
     types = sorted(k[len(TYPE_RESOURCE_PREFIX) :] for k in resources if k.startswith("accel"))
     gpu_type = types[0] if types else None
-    return NodeInfo(str(node["NodeID"]), str(rack), gpus, gpu_type)
+    address = str(node.get("NodeManagerAddress") or "")
+    return NodeInfo(str(node["NodeID"]), str(rack), gpus, gpu_type, address)
 
 
 def read_inventory(nodes: Sequence[Mapping[str, Any]]) -> Inventory:

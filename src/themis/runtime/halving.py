@@ -68,17 +68,22 @@ def next_stop(halving: Halving | None, budget: int, steps: int, decided: Sequenc
     return budget
 
 
+#: A trial stopped by successive halving (it lost at a rung): the store's state.
+STOPPED_EARLY = "stopped-early"
 #: Trial states after which a trial needs no more GPUs (the store's vocabulary).
-ENDED = ("finished", "stopped", "failed", "cancelled")
+ENDED = ("finished", STOPPED_EARLY, "failed", "cancelled")
 
 
 @dataclass(frozen=True)
 class Review:
-    """What to do now: stop these trials (with why), resume these paused ones."""
+    """What to do now: stop these trials (with why), resume these paused ones. ``silent``
+    names the stopped trials that paused without a value at their rung: they failed to
+    report, they did not lose."""
 
     decided: tuple[int, ...]
     stop: tuple[tuple[str, str], ...]
     promote: tuple[str, ...]
+    silent: tuple[str, ...] = ()
 
 
 def review(
@@ -100,7 +105,10 @@ def review(
     waits = {t: max((r for r in rungs if r <= steps.get(t, 0)), default=0) for t in parked}
     # Paused at a rung without having reported the metric there: cannot be ranked.
     silent = {t for t, r in waits.items() if t not in values.get(r, {})}
-    ended = {t for t in trials if states.get(t) in ENDED and states.get(t) != "stopped"}
+    # Every ended trial, those stopped included: a trial stopped without a value at its
+    # rung (silent) must not block that rung; a loser of an earlier rung is no survivor
+    # of later ones, and at its own rung it is still ranked by its recorded value.
+    ended = {t for t in trials if states.get(t) in ENDED}
     decisions = decide(halving, budget, trials, values, ended | silent)
     stop: list[tuple[str, str]] = []
     for t, rung in decisions.stops.items():
@@ -123,4 +131,4 @@ def review(
         and t not in silent
         and waits[t] in decisions.decided
     )
-    return Review(decisions.decided, tuple(stop), promote)
+    return Review(decisions.decided, tuple(stop), promote, tuple(sorted(silent)))

@@ -2,8 +2,12 @@
 
 A gang's GPUs may span nodes; it then gets one actor per node, each pinned there with a
 hard ``NodeAffinitySchedulingStrategy`` and asking for that node's share of the gang as
-``num_gpus`` (Ray sets ``CUDA_VISIBLE_DEVICES``). The first actor runs the training
-function; the others hold their GPUs for it (their node ids are in ``trial.gang``).
+``num_gpus`` (Ray sets ``CUDA_VISIBLE_DEVICES``). Every actor runs the training function
+as one rank, with the rendezvous variables torch.distributed expects (``MASTER_ADDR`` =
+rank 0's node, ``MASTER_PORT`` = a port rank 0's actor found free, ``RANK``,
+``WORLD_SIZE`` = the gang's nodes, ``LOCAL_RANK`` = 0). The port travels as a Ray object
+ref, so no start blocks the arbiter. Rank 0 reports and checkpoints; a stop goes to
+every rank; a rank that dies takes the whole gang down (the trial resumes later).
 Actors ask for no CPU (``num_cpus=0``): a node's CPUs must not cap how many GPU jobs it
 runs.
 
@@ -16,8 +20,9 @@ its ``run`` ref.
 from __future__ import annotations
 
 import os
+import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ray
@@ -26,7 +31,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from themis.runtime.lease import LeaseControl, Outcome, Progress, TrialSpec, run_trial
 
 
-@ray.remote(num_cpus=0, max_concurrency=4)
+@ray.remote(num_cpus=0, max_concurrency=4)  # type: ignore[call-overload]  # ray's stubs lack actor options
 class JobActor:
     """Runs ``run_trial`` on its thread; ``poll`` and ``stop`` answer from others."""
 
@@ -34,9 +39,15 @@ class JobActor:
         self.control = LeaseControl()
         self.spec: TrialSpec | None = None
 
-    def run(self, spec: TrialSpec) -> Outcome:
+    def run(self, spec: TrialSpec, port: int = 0) -> Outcome:
         self.spec = spec
-        return run_trial(spec, self.control)
+        return run_trial(spec, self.control, port)
+
+    def open_port(self) -> int:
+        """A TCP port free on this node now, for the gang's rendezvous."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("", 0))
+            return int(sock.getsockname()[1])
 
     def poll(self) -> Progress | None:
         return None if self.spec is None else self.control.drain(self.spec)
@@ -46,14 +57,6 @@ class JobActor:
 
     def pid(self) -> int:
         return os.getpid()
-
-
-@ray.remote(num_cpus=0)
-class GangMember:
-    """Holds one node's share of a gang that spans nodes."""
-
-    def devices(self) -> str:
-        return os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
 
 @dataclass
@@ -72,6 +75,8 @@ class RunningJob:
     checkpoint_step: int = 0
     steps: int = 0
     killed: bool = False
+    gpus: tuple[int, ...] = ()  # the scheduler's GPU ids it holds until it has ended
+    started: bool = False  # its training function has been seen running
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -86,17 +91,20 @@ class Launcher:
         self.grace = grace
 
     def start(self, spec: TrialSpec, placement: list[tuple[str, int]]) -> RunningJob:
-        actors = []
-        for k, (node_id, count) in enumerate(placement):
-            cls = JobActor if k == 0 else GangMember
-            actors.append(
-                cls.options(
-                    num_gpus=count,
-                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-                ).remote()
-            )
-        run_ref = actors[0].run.remote(spec)
-        return RunningJob(spec.app_id, spec.trial_id, spec, actors, run_ref, time.time())
+        # ``@ray.remote`` made JobActor an ActorClass, but mypy does not apply class
+        # decorators, so it sees the plain class: a stub gap, not a type error.
+        actors = [
+            JobActor.options(  # type: ignore[attr-defined]
+                num_gpus=count,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote()
+            for node_id, count in placement
+        ]
+        port = actors[0].open_port.remote()
+        refs = [a.run.remote(replace(spec, rank=k), port) for k, a in enumerate(actors)]
+        job = RunningJob(spec.app_id, spec.trial_id, spec, actors, refs[0], time.time())
+        job.extra["members"] = refs[1:]
+        return job
 
     def request_polls(self, jobs: list[RunningJob]) -> None:
         for job in jobs:
@@ -137,6 +145,11 @@ class Launcher:
                 out.append((job, ray.get(ref), None))
             except Exception as exc:
                 out.append((job, None, _short(exc)))
+        ended = {id(job) for job, _, _ in out}
+        for job in jobs:
+            if id(job) not in ended and (why := _member_lost(job)) is not None:
+                self.kill(job)  # rank 0 would wait forever on the lost rank
+                out.append((job, None, why))
         return out
 
     def stop(self, job: RunningJob, now_wall: float) -> None:
@@ -144,7 +157,8 @@ class Launcher:
         if job.stop_sent is None:
             job.stop_sent = now_wall
             job.kill_at = now_wall + self.grace
-            job.actors[0].stop.remote()
+            for actor in job.actors:
+                actor.stop.remote()
 
     def kill(self, job: RunningJob) -> None:
         job.killed = True
@@ -156,6 +170,20 @@ class Launcher:
         them until its handle is collected)."""
         for actor in job.actors:
             ray.kill(actor, no_restart=True)
+
+
+def _member_lost(job: RunningJob) -> str | None:
+    """Why a rank other than 0 died, if one did."""
+    members = job.extra.get("members") or []
+    if not members:
+        return None
+    ready, _ = ray.wait(members, num_returns=len(members), timeout=0)
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except Exception as exc:
+            return f"a gang member died: {_short(exc)}"
+    return None
 
 
 def _short(exc: BaseException) -> str:

@@ -100,10 +100,28 @@ class TrialSpec:
     checkpoint_every: int
     gang: tuple[tuple[str, int], ...] = ()  # (node id, GPUs) of every actor of the gang
     stop_at: int | None = None  # pause here (a successive-halving rung); None: the budget
+    rank: int = 0  # this actor's rank in the gang (one per node; 0 reports and saves)
+    master_addr: str = ""  # rank 0's node address, for torch.distributed
 
     @property
     def stop(self) -> int:
         return self.budget if self.stop_at is None else min(self.stop_at, self.budget)
+
+    @property
+    def world_size(self) -> int:
+        return max(1, len(self.gang))
+
+
+def rendezvous_env(spec: TrialSpec, port: int) -> dict[str, str]:
+    """What ``torch.distributed.init_process_group(init_method="env://")`` reads: one
+    rank per node of the gang (each with that node's GPUs), rank 0 the master."""
+    return {
+        "MASTER_ADDR": spec.master_addr or "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "RANK": str(spec.rank),
+        "WORLD_SIZE": str(spec.world_size),
+        "LOCAL_RANK": "0",
+    }
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,7 @@ class Progress:
     checkpoint_step: int  # steps in the last checkpoint written
     reports: tuple[tuple[int, dict[str, float]], ...]  # (steps completed, metrics)
     logs: tuple[str, ...]
+    started: bool = False  # the training function is running (the lease clock starts)
 
 
 @dataclass(frozen=True)
@@ -141,6 +160,7 @@ class LeaseControl:
 
     start_step: int = 0
     stop_requested: bool = False
+    started: bool = False
     steps: int = 0
     checkpoint_step: int = 0
     reports: list[tuple[int, dict[str, float]]] = field(default_factory=list)
@@ -163,6 +183,7 @@ class LeaseControl:
                 self.checkpoint_step,
                 tuple(reports),
                 tuple(logs),
+                self.started,
             )
 
 
@@ -217,8 +238,17 @@ class Trial:
 
     @property
     def gang(self) -> tuple[tuple[str, int], ...]:
-        """(node id, GPU count) of each actor of the gang; this one is the first."""
+        """(node id, GPU count) of each actor of the gang; rank 0's first."""
         return self._spec.gang
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the gang (``RANK``); rank 0 alone reports and saves."""
+        return self._spec.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._spec.world_size
 
     def restore(self) -> Any | None:
         """The state saved by the last checkpoint, or None on a fresh start."""
@@ -249,26 +279,34 @@ class Trial:
             return not self._control.stop_requested and self._control.steps < self._spec.stop
 
     def checkpoint(self, state: Any) -> None:
-        """Save ``state`` as of the steps completed so far."""
+        """Save ``state`` as of the steps completed so far (rank 0 only: the ranks of a
+        data-parallel gang hold the same state)."""
         step = self._control.steps
-        write_checkpoint(self._spec.checkpoint_path, step, state)
+        if self._spec.rank == 0:
+            write_checkpoint(self._spec.checkpoint_path, step, state)
         with self._control.lock:
             self._control.checkpoint_step = step
 
 
-def lease(trial: Trial, save: Callable[[], Any]) -> Iterator[int]:
+def lease(
+    trial: Trial, save: Callable[[], Any], agree: Callable[[bool], bool] | None = None
+) -> Iterator[int]:
     """Yield step numbers (0-based, from the last checkpoint) while the lease lasts.
 
     Step ``k`` counts as completed when the loop asks for the next one. ``save()`` returns
     the state to checkpoint: it is called every ``checkpoint_every`` steps and once at the
     end, so the last checkpoint always holds every completed step.
+
+    In a gang of several ranks, each rank sees the stop at its own moment; ``agree`` turns
+    this rank's "go on?" into the gang's (e.g. an all-reduce MIN over the ranks), so that
+    every rank stops after the same step and no collective is left waiting.
     """
     if trial._leased:
         raise RuntimeError("lease() can be iterated once per trial run")
     trial._leased = True
     control = trial._control
     every = trial._spec.checkpoint_every
-    while trial.should_continue():
+    while agree(trial.should_continue()) if agree is not None else trial.should_continue():
         trial._in_step = True
         yield control.steps
         trial._in_step = False
@@ -294,8 +332,10 @@ def load_entrypoint(entrypoint: str, workdir: str) -> Callable[[Trial], Any]:
     return fn
 
 
-def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
-    """Run one lease of a trial in this process: resume, train, checkpoint, report."""
+def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
+    """Run one lease of a trial in this process: resume, train, checkpoint, report.
+    ``port`` is the gang's ``MASTER_PORT`` (opened on rank 0's node)."""
+    os.environ.update(rendezvous_env(spec, port))
     try:
         trial = Trial(spec, control)
         if control.steps >= spec.stop:
@@ -303,6 +343,8 @@ def run_trial(spec: TrialSpec, control: LeaseControl) -> Outcome:
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
         fn = load_entrypoint(spec.entrypoint, spec.workdir)
+        with control.lock:
+            control.started = True
         fn(trial)
     except Exception:
         error = traceback.format_exc(limit=8)

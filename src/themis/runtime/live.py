@@ -31,6 +31,9 @@ class LiveApp:
     durable: dict[str, int]  # trial -> steps in its last checkpoint
     rungs: dict[int, dict[str, float]] = field(default_factory=dict)
     decided: tuple[int, ...] = ()  # successive-halving rungs decided so far
+    reported: set[str] = field(default_factory=set)  # metric names trials reported
+    metric_seen: bool = False  # some trial reported the halving metric
+    first_error: str | None = None  # the first trial failure, for the app's outcome
 
     @property
     def app_id(self) -> str:
@@ -79,6 +82,7 @@ class AppBook:
             assert row.arrival is not None and row.t_cluster is not None
             state = AppState(app_spec(row.spec, row.arrival), app_profile(row.spec), row.t_cluster)
             live = LiveApp(row.spec, row.token_hash, state, {}, {}, store.rungs(row.app_id))
+            live.metric_seen = bool(live.rungs)
             for trial in store.trials(row.app_id):
                 job = live.job(trial.trial_id)
                 job.updated_at = now

@@ -18,6 +18,7 @@ Everything started here is stopped through the handle it returns, never with
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -46,7 +47,7 @@ def _loopback_addresses() -> None:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:
-        constants.ENABLE_RAY_CLUSTER = False
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -131,7 +132,7 @@ def start_local(
     try:
         for k in range(1 if head_gpus else 0, machines):
             local.add_machine(per, f"r{k * racks // machines}")
-        ray.init(address=local.address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=local.address, logging_level=logging.ERROR, log_to_driver=False)
     except BaseException:
         handle.shutdown()
         raise
@@ -149,6 +150,6 @@ def connect(address: str) -> None:
     import ray
 
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ThemisError(f"cannot join the Ray cluster: {exc}", field="--address") from None

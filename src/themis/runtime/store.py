@@ -5,10 +5,15 @@ and their attained GPU-seconds), leases, successive-halving rung metrics, reques
 the CLI, and an event log per app. ``themis serve`` writes every change as it happens, in
 one transaction each, so a restarted arbiter rebuilds the exact same apps and progress.
 
-The CLI talks to a running arbiter through this database only: ``submit`` inserts an app,
-``cancel`` inserts a request that the arbiter answers, ``status`` and ``logs`` read.
-SQLite in WAL mode lets these readers and writers work at once across processes, and its
-locking makes a second writer wait (``busy timeout``) instead of failing.
+The database belongs to the arbiter process alone: users and training code reach it only
+through the arbiter's HTTP API (``runtime.api``). The process writes from its scheduling
+thread and reads from its API thread, each with its own connection (WAL lets the reader
+run beside the writer).
+
+Nothing is ever created by accident: opening a state directory whose database is
+missing, empty, corrupt or of an unknown schema version is refused with one line, unless
+``init`` is asked for (``themis serve --init``), which creates a missing or empty one and
+moves a corrupt one aside (never deletes it).
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from themis.errors import ThemisError
 from themis.runtime.appfile import AppFile
 
 DB_NAME = "themis.db"
+#: The layout this code reads and writes. 1 was the unversioned layout of 0.1 (its CLI
+#: wrote requests into the database); 2 added apps.reason and apps.note.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +50,9 @@ CREATE TABLE IF NOT EXISTS apps (
     t_cluster REAL,
     n_avg REAL,
     rho REAL,
-    gpus INTEGER NOT NULL DEFAULT 0
+    gpus INTEGER NOT NULL DEFAULT 0,
+    reason TEXT,
+    note TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
     app_id TEXT NOT NULL,
@@ -74,16 +84,6 @@ CREATE TABLE IF NOT EXISTS rungs (
     value REAL NOT NULL,
     PRIMARY KEY (app_id, trial_id, rung)
 );
-CREATE TABLE IF NOT EXISTS requests (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL,
-    app_id TEXT NOT NULL,
-    token TEXT,
-    payload TEXT NOT NULL DEFAULT '{}',
-    created REAL NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending',
-    reply TEXT
-);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     wall REAL NOT NULL,
@@ -94,7 +94,9 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 
-#: App states: submitted (not yet admitted by the arbiter), running, finished, cancelled.
+#: App states: submitted (not yet admitted by the arbiter), running, and the ends:
+#: finished (a trial ran its whole budget), failed (none did: errors, no metric, a gang
+#: the cluster cannot hold; ``reason`` says which), cancelled.
 ACTIVE_APP_STATES = ("submitted", "running")
 #: Trial states of trials not over yet (parked: paused at a successive-halving rung).
 LIVE_TRIAL_STATES = ("waiting", "running", "parked")
@@ -114,6 +116,8 @@ class AppRow:
     n_avg: float | None
     rho: float | None
     gpus: int
+    reason: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -142,18 +146,6 @@ class LeaseRow:
 
 
 @dataclass(frozen=True)
-class RequestRow:
-    id: int
-    kind: str
-    app_id: str
-    token: str | None
-    payload: dict[str, Any]
-    created: float
-    state: str
-    reply: str | None
-
-
-@dataclass(frozen=True)
 class EventRow:
     wall: float
     t: float | None
@@ -169,25 +161,64 @@ def trial_id_of(index: int) -> str:
 class Store:
     """One connection to the state database; not shared between threads."""
 
-    def __init__(self, state_dir: str | Path) -> None:
+    def __init__(self, state_dir: str | Path, init: bool = False, readonly: bool = False) -> None:
         self.state_dir = Path(state_dir)
-        try:
-            self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            raise ThemisError(
-                f"cannot create state directory: {exc.strerror}", source=str(state_dir)
-            ) from None
         self.path = self.state_dir / DB_NAME
-        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        where = str(self.path)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if fresh and not init:
+            what = "no state database" if not self.path.exists() else "an empty state database"
+            raise ThemisError(
+                f"{what}; start the arbiter with 'themis serve --init' to create one",
+                source=where,
+            )
+        if fresh:
+            try:
+                self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise ThemisError(
+                    f"cannot create state directory: {exc.strerror}", source=str(state_dir)
+                ) from None
+        elif init and _corrupt(self.path):
+            aside = self.path.with_name(f"{DB_NAME}.corrupt-{int(time.time())}")
+            os.replace(self.path, aside)
+            for suffix in ("-wal", "-shm"):
+                side = Path(str(self.path) + suffix)
+                if side.exists():
+                    os.replace(side, Path(str(aside) + suffix))
+            fresh = True
+        uri = f"file:{self.path}?mode={'ro' if readonly else 'rwc'}"
+        self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        with self.tx():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self.db.execute(statement)
-        os.chmod(self.path, 0o600)
+        try:
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=FULL")
+            if fresh:
+                with self.tx():
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self.db.execute(statement)
+                    self.db.execute(
+                        "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                        (str(SCHEMA_VERSION),),
+                    )
+                os.chmod(self.path, 0o600)
+            version = self.meta("schema_version")
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise ThemisError(
+                f"not a readable themis database ({exc}); 'themis serve --init' moves it "
+                "aside and starts a new one",
+                source=where,
+            ) from None
+        if version != str(SCHEMA_VERSION):
+            self.db.close()
+            raise ThemisError(
+                f"schema version {version or 'none (themis 0.1)'} is not the {SCHEMA_VERSION} "
+                "this themis reads",
+                source=where,
+            )
 
     def close(self) -> None:
         self.db.close()
@@ -206,7 +237,12 @@ class Store:
     # -- meta -----------------------------------------------------------------------------
 
     def meta(self, key: str) -> str | None:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
         return None if row is None else row["value"]
 
     def set_meta(self, key: str, value: str) -> None:
@@ -257,12 +293,22 @@ class Store:
         rows = self.db.execute(query + " ORDER BY submitted_at, app_id", args).fetchall()
         return [_app_row(r) for r in rows]
 
+    def app_with_token(self, token_hash: str) -> str | None:
+        """The app whose token has this hash, if any."""
+        row = self.db.execute(
+            "SELECT app_id FROM apps WHERE token_hash = ?", (token_hash,)
+        ).fetchone()
+        return None if row is None else str(row["app_id"])
+
     def app(self, app_id: str) -> AppRow | None:
         row = self.db.execute("SELECT * FROM apps WHERE app_id = ?", (app_id,)).fetchone()
         return None if row is None else _app_row(row)
 
     def update_app(self, app_id: str, **fields: Any) -> None:
-        _check_columns(fields, {"state", "arrival", "finish", "t_cluster", "n_avg", "rho", "gpus"})
+        _check_columns(
+            fields,
+            {"state", "arrival", "finish", "t_cluster", "n_avg", "rho", "gpus", "reason", "note"},
+        )
         with self.tx() as db:
             _update(db, "apps", fields, "app_id = ?", (app_id,))
 
@@ -343,37 +389,6 @@ class Store:
             out.setdefault(r["rung"], {})[r["trial_id"]] = r["value"]
         return out
 
-    # -- requests from the CLI ------------------------------------------------------------
-
-    def add_request(
-        self, kind: str, app_id: str, token: str | None, payload: dict[str, Any] | None = None
-    ) -> int:
-        with self.tx() as db:
-            cur = db.execute(
-                "INSERT INTO requests (kind, app_id, token, payload, created)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (kind, app_id, token, json.dumps(payload or {}), time.time()),
-            )
-            return int(cur.lastrowid or 0)
-
-    def pending_requests(self) -> list[RequestRow]:
-        rows = self.db.execute(
-            "SELECT * FROM requests WHERE state = 'pending' ORDER BY id"
-        ).fetchall()
-        return [_request_row(r) for r in rows]
-
-    def request(self, request_id: int) -> RequestRow | None:
-        row = self.db.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
-        return None if row is None else _request_row(row)
-
-    def answer(self, request_id: int, state: str, reply: str) -> None:
-        """Close a request; its token is erased, as it is no longer needed."""
-        with self.tx() as db:
-            db.execute(
-                "UPDATE requests SET state = ?, reply = ?, token = NULL WHERE id = ?",
-                (state, reply, request_id),
-            )
-
     # -- event log ------------------------------------------------------------------------
 
     def log(self, t: float | None, app_id: str, trial_id: str | None, message: str) -> None:
@@ -383,9 +398,10 @@ class Store:
                 (time.time(), t, app_id, trial_id, message),
             )
 
-    def events(self, app_id: str, after: int = 0) -> list[tuple[int, EventRow]]:
+    def events(self, app_id: str, after: int = 0, limit: int = -1) -> list[tuple[int, EventRow]]:
         rows = self.db.execute(
-            "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id", (app_id, after)
+            "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (app_id, after, limit),
         ).fetchall()
         return [
             (r["id"], EventRow(r["wall"], r["t"], r["app_id"], r["trial_id"], r["message"]))
@@ -422,6 +438,8 @@ def _app_row(r: sqlite3.Row) -> AppRow:
         r["n_avg"],
         r["rho"],
         r["gpus"],
+        r["reason"],
+        r["note"],
     )
 
 
@@ -442,14 +460,14 @@ def _trial_row(r: sqlite3.Row) -> TrialRow:
     )
 
 
-def _request_row(r: sqlite3.Row) -> RequestRow:
-    return RequestRow(
-        r["id"],
-        r["kind"],
-        r["app_id"],
-        r["token"],
-        json.loads(r["payload"]),
-        r["created"],
-        r["state"],
-        r["reply"],
-    )
+def _corrupt(path: Path) -> bool:
+    """Whether ``path`` is not an SQLite database SQLite can read."""
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db.execute("PRAGMA quick_check").fetchone()[0] != "ok"
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from themis.errors import ThemisError
@@ -19,11 +19,12 @@ from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
 from themis.policies.base import Policy, Schedule, SchedulingView
 from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
+from themis.workload.formats import gang_field
 
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 
-#: Grant ends this close (seconds) are batched into one round by default (DESIGN §5): a
+#: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
 #: round then holds several apps' GPUs at once instead of one lease at a time.
 DEFAULT_BATCH_WINDOW = 30.0
 
@@ -197,7 +198,8 @@ class Simulator:
             )
 
     def _check(self, schedule: Schedule) -> None:
-        """A policy that breaks the rules is a bug, never silently repaired."""
+        """``check_schedule``'s rules, checked in time proportional to the grants that
+        change: the simulator knows which running job holds each GPU."""
         seen: set[int] = set()
         active = {id(a) for a in self.active}
         size = self.cluster.size
@@ -265,7 +267,29 @@ class Simulator:
         self.tokens.pop(id(job), None)
 
 
+def check_schedule(schedule: Schedule, active: Sequence[AppState], cluster: Cluster) -> None:
+    """A policy that breaks the rules is a bug, never silently repaired: no GPU twice,
+    exact gangs, only live jobs of active apps. The Ray runtime checks with this too."""
+    seen: set[int] = set()
+    ids = {id(a) for a in active}
+    for job, grant in schedule.items():
+        if job.finished_at is not None or id(job.app) not in ids:
+            raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
+        if len(grant.gpus) != job.gang:
+            raise AssertionError(
+                f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
+            )
+        for g in grant.gpus:
+            if not 0 <= g < cluster.size or g in seen:
+                raise AssertionError(f"policy granted GPU {g} twice or out of range")
+            seen.add(g)
+
+
 def check_fits(workload: Workload, cluster: Cluster) -> None:
+    """Refuse, before any run, a job whose gang is larger than the cluster; the error
+    names the trace format's own field for the GPU count."""
+    fmt = workload.notes.get("format")
+    gang_name = gang_field(fmt if isinstance(fmt, str) else None)
     for app in workload.apps:
         if app.model not in workload.profiles:
             raise ThemisError(f"unknown model '{app.model}'", source=workload.source, field="model")
@@ -275,7 +299,7 @@ def check_fits(workload: Workload, cluster: Cluster) -> None:
                     f"job {job.job_id} needs {job.gang} GPUs but the cluster has {cluster.size}",
                     source=workload.source,
                     line=job.line,
-                    field="num-gpus",
+                    field=gang_name,
                 )
 
 

@@ -183,6 +183,7 @@ class CsvTable:
         header = self.header
         index = {name: i for i, name in enumerate(header)}
         count = 0
+        values: list[str] | None
         with self._handle:
             while True:
                 if self._first is not None:

@@ -44,6 +44,26 @@ DESCRIPTIONS = {
     TraceFormat.HELIOS: "SenseTime Helios cluster_log.csv",
 }
 
+#: The field that holds a job's GPU count, per format, for error messages.
+GANG_FIELD = {
+    TraceFormat.THEMIS: "gpus",
+    TraceFormat.HYPERDRIVE: "num-gpus",
+    TraceFormat.PHILLY: "attempts[].detail[].gpus",
+    TraceFormat.GAVEL: "scale_factor",
+    TraceFormat.TIRESIAS: "num_gpu",
+    TraceFormat.PAI: "plan_gpu",
+    TraceFormat.HELIOS: "gpu_num",
+}
+
+
+def gang_field(fmt: str | None) -> str:
+    """The name a format gives a job's GPU count (``gpus`` for a workload of no format)."""
+    try:
+        return GANG_FIELD[TraceFormat(fmt)] if fmt is not None else "gpus"
+    except ValueError:
+        return "gpus"
+
+
 _YAML_KEY = re.compile(r"^(format|version|apps|profiles)\s*:", re.MULTILINE)
 
 

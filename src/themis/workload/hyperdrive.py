@@ -1,6 +1,6 @@
 """Reader of the paper's HyperDrive trace (``philly_hyperdrive_workload.csv``).
 
-Mapping (DESIGN §2, the paper's own simulator): one experiment is one app, one row one of
+Mapping (docs/design.md §2, the paper's own simulator): one experiment is one app, one row one of
 its jobs; the gang is ``num-gpus``; the job ran ``run-time`` seconds on its gang inside one
 machine, so its work is ``run-time * num-gpus / time_per_iteration`` iterations of the
 app's model. The app arrives with its first job's ``start-time``. The trace names no

@@ -27,6 +27,7 @@ from themis.model.profiles import ModelProfile, load_profiles
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.workload import gavel, helios, hyperdrive, pai, philly, tiresias
 from themis.workload.formats import TraceFormat, detect_format, parse_format
+from themis.workload.gavel_throughputs import load_throughputs
 from themis.workload.grouping import DEFAULT_APP_GAP, Grouping, group_jobs
 from themis.workload.models import ModelResolver
 from themis.workload.native import NativeRead, read_native
@@ -108,13 +109,16 @@ def load_workload(
     arrivals: ArrivalMode | str | None = None,
     app_interval: float = DEFAULT_APP_INTERVAL,
     app_gap: float = DEFAULT_APP_GAP,
+    throughputs: str | Path | None = None,
 ) -> Workload:
     """Read ``trace`` (a bundled name or a path, of any format) into a workload.
 
     ``profiles``: the models apps may use (default: the bundled ones); ``gpu_types``: the
     per-GPU-type speeds of a profiles file, carried in the notes; ``seed``: of the model
     draws; ``arrivals``: ``trace`` or ``interval`` (None: the format's default);
-    ``app_gap``: seconds of silence that end a user's app (session-grouped formats).
+    ``app_gap``: seconds of silence that end a user's app (session-grouped formats);
+    ``throughputs``: Gavel's throughput file, to turn a Gavel trace's steps into time
+    (``gavel_throughputs``).
     """
     profiles = profiles if profiles is not None else load_profiles()
     fmt = trace_format(trace, format)
@@ -126,6 +130,10 @@ def load_workload(
     if not (math.isfinite(app_gap) and app_gap >= 0):
         raise ThemisError(
             f"must be a finite number of seconds >= 0, got {app_gap}", field="--app-gap"
+        )
+    if throughputs is not None and fmt is not TraceFormat.GAVEL:
+        raise ThemisError(
+            f"applies to Gavel traces only, not to {fmt.value}", field="--throughputs"
         )
     path, source = resolve_trace(trace)
     if path.is_dir() and fmt is not TraceFormat.PAI:
@@ -139,6 +147,10 @@ def load_workload(
         merged_types = {**(gpu_types or {}), **native.gpu_types}
     else:
         read = READERS[fmt](path, source)
+        if throughputs is not None:
+            table = load_throughputs(throughputs)
+            read = table.apply(read, source)
+            notes["throughputs"] = table.notes()
         apps, used = _foreign_apps(read, fmt, profiles, seed, mode, app_interval, app_gap, source)
         notes.update(_read_notes(read, app_gap))
         merged_types = dict(gpu_types or {})

@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile
@@ -29,6 +26,10 @@ from themis.workload.locate import line_of, node_lines
 from themis.workload.native_check import Problem, check_app
 from themis.workload.textio import open_binary
 from themis.workload.yamlstream import YamlStream
+
+if TYPE_CHECKING:  # jsonschema loads when a header key is checked: not on every start
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 FORMAT_TAG = "themis-workload"
 VERSION = 1
@@ -44,6 +45,8 @@ def schema() -> dict[str, Any]:
 
 @cache
 def _key_validator(key: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     full = schema()
     return Draft202012Validator({**full["properties"][key], "$defs": full["$defs"]})
 
@@ -163,6 +166,8 @@ class _Reader:
         value, line, extra = self.stream.value(key)
         self.header[key] = value
         self.header_lines[key] = line
+        from jsonschema.exceptions import best_match
+
         error = best_match(_key_validator(key).iter_errors(value))
         if error is not None:
             path, message = _schema_message(error)

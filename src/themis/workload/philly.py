@@ -16,13 +16,16 @@ Not simulable, counted (never dropped silently): ``never_started`` (no attempts)
 taken), ``attempt_without_times`` (another attempt lacks a time: a logging gap),
 ``no_gpus`` (no attempt held a GPU), ``no_submitted_time``. Times are
 ``YYYY-MM-DD HH:MM:SS``; a missing time is ``null`` or the text ``None``.
+
+Keys the format does not have are ignored and reported, as the CSV readers report extra
+columns: ``[].cluster``, ``attempts[].exit_code``, ``attempts[].detail[].port``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from themis.errors import ThemisError
 from themis.workload.grouping import Grouping
@@ -32,6 +35,22 @@ from themis.workload.records import Exclusions, TraceJob, TraceRead
 from themis.workload.textio import open_binary, seconds_of_stamp
 
 FIELDS = ("status", "vc", "jobid", "user", "submitted_time", "attempts")
+ATTEMPT_FIELDS = ("start_time", "end_time", "detail")
+MACHINE_FIELDS = ("ip", "gpus")
+
+
+class _Unknown:
+    """Keys outside the format, by path, in the order first met."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def check(self, obj: dict[str, Any], known: tuple[str, ...], prefix: str) -> None:
+        for key in obj:
+            if key not in known:
+                path = f"{prefix}.{key}"
+                if path not in self.paths:
+                    self.paths.append(path)
 
 
 class _Bad(Exception):
@@ -44,16 +63,24 @@ class _Bad(Exception):
 def read(path: Path, source: str) -> TraceRead:
     handle = open_binary(path, source)
     exclusions = Exclusions()
-    jobs = _jobs(handle, JsonStream(handle, source), exclusions, source)
-    return TraceRead(jobs, exclusions, grouping=Grouping.SESSION)
+    unknown = _Unknown()
+    jobs = _jobs(handle, JsonStream(handle, source), exclusions, unknown, source)
+    # ``unknown.paths`` fills while the jobs are read, like the exclusions.
+    return TraceRead(jobs, exclusions, ignored_columns=unknown.paths, grouping=Grouping.SESSION)
 
 
-def _jobs(handle, stream: JsonStream, exclusions: Exclusions, source: str) -> Iterator[TraceJob]:
+def _jobs(
+    handle: BinaryIO,
+    stream: JsonStream,
+    exclusions: Exclusions,
+    unknown: _Unknown,
+    source: str,
+) -> Iterator[TraceJob]:
     seen: dict[str, int] = {}
     with handle:
         for index, obj, line, text in stream.items():
             try:
-                job_id, job = _job(obj, line, exclusions)
+                job_id, job = _job(obj, line, exclusions, unknown)
             except _Bad as bad:
                 at = line_of(node_lines(text, line, source), bad.path.lstrip("."), line)
                 raise ThemisError(
@@ -94,7 +121,7 @@ def _stamp(value: Any, path: str) -> float | None:
         raise _Bad(path, f"'{value}' is not YYYY-MM-DD HH:MM:SS") from None
 
 
-def _gpus(attempt: dict[str, Any], path: str) -> int:
+def _gpus(attempt: dict[str, Any], path: str, unknown: _Unknown) -> int:
     detail = attempt["detail"]
     if not isinstance(detail, list):
         raise _Bad(f"{path}.detail", f"must be a list of machines, got {detail!r}")
@@ -103,9 +130,10 @@ def _gpus(attempt: dict[str, Any], path: str) -> int:
         where = f"{path}.detail[{k}]"
         if not isinstance(machine, dict):
             raise _Bad(where, f"must be an object {{ip, gpus}}, got {machine!r}")
-        for key in ("ip", "gpus"):
+        for key in MACHINE_FIELDS:
             if key not in machine:
                 raise _Bad(f"{where}.{key}", "missing")
+        unknown.check(machine, MACHINE_FIELDS, "[].attempts[].detail[]")
         if not isinstance(machine["ip"], str):
             raise _Bad(f"{where}.ip", f"must be text, got {machine['ip']!r}")
         gpus = machine["gpus"]
@@ -115,13 +143,16 @@ def _gpus(attempt: dict[str, Any], path: str) -> int:
     return count
 
 
-def _job(obj: Any, line: int, exclusions: Exclusions) -> tuple[str, TraceJob | None]:
+def _job(
+    obj: Any, line: int, exclusions: Exclusions, unknown: _Unknown
+) -> tuple[str, TraceJob | None]:
     """The job's id, and the job (None when it is excluded, counted in ``exclusions``)."""
     if not isinstance(obj, dict):
         raise _Bad("", f"expected a job object, got {obj!r}"[:120])
     for key in FIELDS:
         if key not in obj:
             raise _Bad(f".{key}", "missing")
+    unknown.check(obj, FIELDS, "[]")
     job_id = _text(obj, "jobid")
     user = _text(obj, "user")
     vc = _text(obj, "vc")
@@ -137,14 +168,15 @@ def _job(obj: Any, line: int, exclusions: Exclusions) -> tuple[str, TraceJob | N
             raise _Bad(
                 where, f"must be an object {{start_time, end_time, detail}}, got {attempt!r}"
             )
-        for key in ("start_time", "end_time", "detail"):
+        for key in ATTEMPT_FIELDS:
             if key not in attempt:
                 raise _Bad(f"{where}.{key}", "missing")
+        unknown.check(attempt, ATTEMPT_FIELDS, "[].attempts[]")
         start = _stamp(attempt["start_time"], f"{where}.start_time")
         end = _stamp(attempt["end_time"], f"{where}.end_time")
         if start is not None and end is not None and end < start:
             raise _Bad(f"{where}.end_time", f"ends before it starts ({attempt['start_time']})")
-        spans.append((start, end, _gpus(attempt, where)))
+        spans.append((start, end, _gpus(attempt, where, unknown)))
     if submit is None:
         exclusions.add("no_submitted_time", line)
         return job_id, None

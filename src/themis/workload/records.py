@@ -10,7 +10,7 @@ documented reason, and the count is shown by ``themis trace inspect`` and ``simu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -91,7 +91,8 @@ class TraceRead:
 
     jobs: Iterator[TraceJob]
     exclusions: Exclusions = field(default_factory=Exclusions)
-    ignored_columns: tuple[str, ...] = ()
+    #: Columns (keys, for JSON formats) outside the format: ignored, and reported.
+    ignored_columns: Sequence[str] = ()
     #: Whether a model name in the trace is in themis's vocabulary (must be a known
     #: profile: HyperDrive's ``model`` column) or a foreign one (Gavel job types,
     #: Tiresias names: matched by normalized name, else assigned per name).

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from themis.model.workload import Workload
+from themis.units import duration_text, gpu_hours_text
 
 #: Upper bounds (seconds) and labels of the duration histogram's bins.
 DURATION_BINS = (
@@ -118,11 +119,7 @@ def summarize_workload(workload: Workload, gpus: int | None = None) -> TraceSumm
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return duration_text(seconds)
 
 
 def _histogram(title: str, counts: dict[str, int]) -> list[str]:
@@ -149,7 +146,8 @@ def render(summary: TraceSummary) -> str:
     what.append(f"arrivals {notes.get('arrivals', '?')}")
     lines.append("  " + ", ".join(what))
     lines.append(
-        f"  {summary.apps:,} apps, {summary.jobs:,} jobs, {summary.gpu_hours:,.1f} GPU-hours, "
+        f"  {summary.apps:,} apps, {summary.jobs:,} jobs, {gpu_hours_text(summary.gpu_hours)} "
+        "GPU-hours, "
         f"arrivals over {_duration(summary.arrival_span_s)}"
     )
     if summary.gpus:
@@ -163,6 +161,12 @@ def render(summary: TraceSummary) -> str:
             first = firsts.get(reason)
             parts.append(f"{reason} {count:,}" + (f" (first: line {first})" if first else ""))
         lines.append(f"  rows excluded: {sum(excluded.values()):,}: " + ", ".join(parts))
+    throughputs = notes.get("throughputs")
+    if isinstance(throughputs, dict):
+        lines.append(
+            f"  work: total_steps / Gavel throughput on {throughputs.get('worker')} "
+            f"({throughputs.get('file')})"
+        )
     if notes.get("ignored_columns"):
         lines.append("  columns ignored: " + ", ".join(notes["ignored_columns"]))
     models = notes.get("models", {})

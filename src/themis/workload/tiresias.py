@@ -11,6 +11,9 @@ columns, which some forks add, are ignored and reported). Mapping:
 - the model is ``model_name``: the ten TensorFlow-benchmark CNNs of Tiresias are the ten
   bundled profiles; another name is matched by normalized name, else assigned per name;
 - ``interval`` (the gap to the next submission) is checked and not used.
+
+Not simulable, counted (as the Helios reader does): ``cpu_only`` (``num_gpu`` 0; traces
+derived from Philly logs keep such rows, 184 of 30,940 in one).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from themis.workload.csvtable import CsvSpec, CsvTable
 from themis.workload.grouping import Grouping
-from themis.workload.records import TraceJob, TraceRead
+from themis.workload.records import Exclusions, TraceJob, TraceRead
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 SPEC = CsvSpec(COLUMNS, extra="ignore")
@@ -28,20 +31,29 @@ SPEC = CsvSpec(COLUMNS, extra="ignore")
 
 def read(path: Path, source: str) -> TraceRead:
     table = CsvTable(path, source, SPEC)
-    return TraceRead(_jobs(table), ignored_columns=table.ignored, grouping=Grouping.SINGLE)
+    exclusions = Exclusions()
+    return TraceRead(
+        _jobs(table, exclusions),
+        exclusions,
+        ignored_columns=table.ignored,
+        grouping=Grouping.SINGLE,
+    )
 
 
-def _jobs(table: CsvTable) -> Iterator[TraceJob]:
+def _jobs(table: CsvTable, exclusions: Exclusions) -> Iterator[TraceJob]:
     seen: dict[str, int] = {}
     for row in table.rows():
         job_id = row.text("job_id")
         first = seen.setdefault(job_id, row.line)
         if first != row.line:
             raise row.fail("job_id", f"duplicate job id '{job_id}' (first on line {first})")
-        gang = row.integer("num_gpu", minimum=1)
+        gang = row.integer("num_gpu", minimum=0)
         submit = row.number("submit_time", minimum=0.0)
         row.integer("iterations", minimum=0)
         model = row.text("model_name")
         duration = row.number("duration", minimum=0.0)
         row.number("interval", minimum=0.0)
+        if gang == 0:
+            exclusions.add("cpu_only", row.line)
+            continue
         yield TraceJob(job_id, submit, gang, duration, None, model, row.line)

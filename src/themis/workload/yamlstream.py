@@ -37,6 +37,12 @@ _MAP = {None, "tag:yaml.org,2002:map"}
 _SEQ = {None, "tag:yaml.org,2002:seq"}
 
 
+def _line(event: yaml.Event) -> int:
+    """The 1-based line an event starts on (PyYAML always sets the mark when parsing)."""
+    mark = event.start_mark
+    return mark.line + 1 if mark is not None else 0
+
+
 class _Unsupported(Exception):
     pass
 
@@ -108,7 +114,7 @@ class YamlStream:
             raise self.error(f"invalid YAML: {exc}") from None
         if event is None:  # the parser is past the end of the stream
             raise self.error("invalid YAML: unexpected end of the file")
-        self.line = event.start_mark.line + 1
+        self.line = _line(event)
         return event
 
     # -- values ------------------------------------------------------------------------
@@ -124,7 +130,7 @@ class YamlStream:
             raise self.error(f"invalid YAML value {event.value!r}: {exc}", field=path) from None
 
     def _compose(self, event: yaml.Event, path: str, lines: dict[str, int]) -> Any:
-        lines[path] = event.start_mark.line + 1
+        lines[path] = _line(event)
         if isinstance(event, yaml.ScalarEvent):
             return self._scalar(event, path)
         if isinstance(event, yaml.AliasEvent):
@@ -132,7 +138,7 @@ class YamlStream:
         if isinstance(event, yaml.SequenceStartEvent):
             if event.tag not in _SEQ:
                 raise self.error(f"unsupported YAML tag {event.tag}", field=path)
-            items = []
+            items: list[Any] = []
             while not isinstance(nxt := self._next(), yaml.SequenceEndEvent):
                 items.append(self._compose(nxt, f"{path}[{len(items)}]", lines))
             return items
@@ -162,7 +168,7 @@ class YamlStream:
         ``where`` (the value's own path) prefixes the field of an error inside it."""
         event = self._next()
         lines: dict[str, int] = {}
-        line = event.start_mark.line + 1
+        line = _line(event)
         with _prefixed(where):
             return self._compose(event, "", lines), line, lines
 
@@ -207,7 +213,7 @@ class YamlStream:
         event = self._next()
         while not isinstance(event, yaml.SequenceEndEvent):
             lines: dict[str, int] = {}
-            line = event.start_mark.line + 1
+            line = _line(event)
             with _prefixed(f"{where}[{index}]"):
                 value = self._compose(event, "", lines)
             # Parse on to the next event first: a syntax error just after an element

@@ -1,4 +1,7 @@
-"""Gavel's round-based mechanism: continuous time shares become whole gangs each round.
+"""Deficit rounds for ``ftf-oracle``: continuous time shares become whole gangs each round.
+
+Adapted from Gavel's round-based mechanism (per app, in GPU-seconds, work conserving); the
+faithful per-job version is ``_gavel_mechanism``.
 
 A share of 2.5 GPUs cannot be held at any instant; Gavel realizes it over time. Every round
 (a lease of fixed length) the apps furthest behind their allotment run first: each app's

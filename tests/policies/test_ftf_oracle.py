@@ -1,5 +1,6 @@
-"""Gavel's finish-time fairness: the min-max rho program against hand-derived optima and a
-brute-force search, the HiGHS stage, the deficit rounds, and whole schedules by hand."""
+"""ftf-oracle (per app, lexicographic, every event): the min-max rho program against
+hand-derived optima and a brute-force search, the HiGHS stage, the deficit rounds, and whole
+schedules by hand."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions, SchedulingView, make_policy
+from themis.policies._deficit_rounds import Claim, DeficitLedger, pick_jobs
 from themis.policies._ftf_program import AppLoad, app_load, solve, spread_unclaimed
-from themis.policies._gavel_rounds import Claim, DeficitLedger, pick_jobs
-from themis.policies.gavel_ftf import GavelFtfPolicy
+from themis.policies.ftf_oracle import FtfOraclePolicy
 from themis.simulator.engine import simulate
 
 TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
@@ -105,16 +106,16 @@ def test_everyone_saturated_unclaimed_gpus_go_to_the_worst_rho_first() -> None:
 
 
 def test_spread_unclaimed_is_solved_by_highs(monkeypatch: pytest.MonkeyPatch) -> None:
-    import themis.policies._ftf_program as program
+    import scipy.optimize  # _ftf_program imports linprog from here when it solves
 
     calls = []
-    real = program.linprog
+    real = scipy.optimize.linprog
 
     def spy(*args, **kwargs):
         calls.append(kwargs["method"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(program, "linprog", spy)
+    monkeypatch.setattr(scipy.optimize, "linprog", spy)
     a = AppLoad(elapsed=0.0, ideal=600.0, work=320.0, longest=300.0, cap=3.0)
     b = AppLoad(elapsed=0.0, ideal=300.0, work=220.0, longest=200.0, cap=3.0)
     spread_unclaimed([a, b], [a.saturation, b.saturation], 3.0)
@@ -296,7 +297,7 @@ def run(apps, cluster: str, lease: float):
         )
         for app_id, arrival, jobs in apps
     )
-    policy = make_policy("gavel-ftf", PolicyOptions(lease=lease))
+    policy = make_policy("ftf-oracle", PolicyOptions(lease=lease))
     return simulate(Workload(specs, {"toy": TOY}, "hand"), Cluster.from_spec(cluster), policy)
 
 
@@ -353,7 +354,7 @@ def test_policy_shares_use_the_views_n_avg_and_themis_rho() -> None:
         _view_app("A", 0.0, [(1, 100.0)] * 4, cluster),
         _view_app("B", 0.0, [(1, 50.0)] * 4, cluster),
     ]
-    policy = GavelFtfPolicy(PolicyOptions(lease=60.0))
+    policy = FtfOraclePolicy(PolicyOptions(lease=60.0))
     schedule = policy.schedule(SchedulingView(0.0, cluster, apps, lambda _a: 2.0))
     assert policy.last_shares == {"A": approx(2.0), "B": approx(2.0)}
     assert policy.last_allocation is not None
@@ -371,7 +372,7 @@ def test_n_avg_below_one_counts_as_one() -> None:
     # must treat it as 1 (rho defined), not crash. Lone app: share = its cap, rho 1.
     cluster = Cluster.from_spec("1x1x4")
     app = _view_app("A", 0.0, [(1, 100.0)] * 2, cluster)
-    policy = GavelFtfPolicy(PolicyOptions(lease=60.0))
+    policy = FtfOraclePolicy(PolicyOptions(lease=60.0))
     schedule = policy.schedule(SchedulingView(1e-15, cluster, [app], lambda _a: 0.0))
     assert policy.last_shares == {"A": approx(2.0)}
     assert policy.last_allocation is not None
@@ -381,4 +382,4 @@ def test_n_avg_below_one_counts_as_one() -> None:
 
 def test_rejects_a_non_positive_round() -> None:
     with pytest.raises(ValueError):
-        GavelFtfPolicy(PolicyOptions(lease=0.0))
+        FtfOraclePolicy(PolicyOptions(lease=0.0))

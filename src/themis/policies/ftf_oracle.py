@@ -1,17 +1,21 @@
-"""Gavel's finish-time fairness (Narayanan et al., OSDI 2020), the centralized program peers
-call "Themis": each round, time shares that minimize the maximum rho, then Gavel's rounds.
+"""An oracle upper bound on finish-time fairness: per app, lexicographic min-max of Themis's
+rho over time shares, re-solved at every event (formerly ``gavel-ftf``).
+
+Not Gavel as it ships (that is ``gavel``): it starts from Gavel's finish-time-fairness
+program (Narayanan et al., OSDI 2020) but minimizes Themis's per-app rho, takes the
+lexicographic optimum, re-solves at every event and hands freed GPUs out at once.
 
 Every call (arrival, job end, round end) the program (``_ftf_program``) is solved afresh
 from the apps' current progress, with Themis's own rho, so the two policies are judged by
 one yardstick. Rounds are global and ``lease`` seconds long: every grant ends at the round
 end, and only then are running jobs preempted. Between round ends, GPUs that free up go to
 the apps furthest behind their shares at once (work conservation). At a round end every GPU
-is up for grabs and the deficit mechanism (``_gavel_rounds``) picks the jobs; an app's GPUs
+is up for grabs and the deficit mechanism (``_deficit_rounds``) picks the jobs; an app's GPUs
 go to its jobs in its app scheduler's order (jobs it already runs first, on their own GPUs,
 then the longest remaining), and gangs are packed on the best span free (``Packer``).
 
 Rho, and so the shares, are per app, as in Themis: the app, not the trial, is what should
-finish fairly. See docs/policies/gavel_ftf.md for the program, the mechanism, and what
+finish fairly. See docs/policies/ftf_oracle.md for the program, the mechanism, and what
 differs from Gavel and from Themis.
 """
 
@@ -20,16 +24,16 @@ from __future__ import annotations
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
+from themis.policies._deficit_rounds import Claim, DeficitLedger, pick_jobs
 from themis.policies._ftf_program import FtfAllocation, app_load, solve
-from themis.policies._gavel_rounds import Claim, DeficitLedger, pick_jobs
 from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
 @register
-class GavelFtfPolicy(Policy):
-    name = "gavel-ftf"
-    description = "Gavel's finish-time fairness: min-max rho time shares (HiGHS), rounds"
+class FtfOraclePolicy(Policy):
+    name = "ftf-oracle"
+    description = "oracle FTF upper bound: per-app lexicographic min-max rho, every event"
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)

@@ -1,0 +1,198 @@
+"""The arbiter's HTTP API (FastAPI), served by ``themis serve`` beside its scheduling loop.
+
+Every route but ``/healthz`` needs ``Authorization: Bearer <token>`` (``runtime.auth``
+says which token may do what). Reads (status, logs) come from the store through a
+read-only connection per API thread; actions (submit, cancel, release) are commands the
+scheduling loop answers (``runtime.commands``), so the loop stays the store's one writer.
+
+Routes (JSON unless said otherwise):
+
+- ``GET /healthz``: ``{"ok": true}``, no token (for load balancers and probes);
+- ``GET /v1/status``: the arbiter's liveness and one row per app (an app token: its own);
+- ``POST /v1/apps``: ``{"text": <app.yaml>, "source": <name>, "base_dir": <abs path>}`` ->
+  ``{"app_id", "token", "trials"}``; the body is refused unread past its size limit;
+- ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
+  (``{"trial": "t003"}``);
+- ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
+- ``GET /metrics``: Prometheus text format (admin token).
+
+Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
+403 (a token that may not do this), 404, 413 (too large), 503 (busy or timed out).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from themis.errors import ThemisError
+from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
+from themis.runtime.auth import OperatorTokens, Principal
+from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
+from themis.runtime.metrics import ArbiterMetrics
+from themis.runtime.queries import log_lines, status_rows
+from themis.runtime.store import Store
+from themis.runtime.tokens import token_hash
+
+#: Largest request body: an app file JSON-escaped, plus its fields.
+MAX_BODY = 2 * MAX_APP_BYTES + 4096
+#: Longest a client may make the API wait for the scheduling loop.
+MAX_WAIT = 120.0
+#: The loop is called stalled when its last tick is older than this many ticks (and 5 s).
+STALL_TICKS = 50
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass
+class ApiContext:
+    state_dir: Path
+    tokens: OperatorTokens
+    commands: CommandQueue
+    snapshot: Callable[[], dict[str, Any]]
+    metrics: ArbiterMetrics
+
+
+def make_api(ctx: ApiContext) -> FastAPI:
+    app = FastAPI(title="themis arbiter", docs_url=None, redoc_url=None, openapi_url=None)
+    local = threading.local()
+
+    def store() -> Store:
+        s = getattr(local, "store", None)
+        if s is None:
+            s = local.store = Store(ctx.state_dir, readonly=True)
+        return s
+
+    def principal(request: Request) -> Principal:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ApiError(401, "a token is needed (--token or THEMIS_TOKEN)")
+        token = token.strip()
+        who = ctx.tokens.identify(token)
+        if who is not None:
+            return who
+        app_id = store().app_with_token(token_hash(token))
+        if app_id is None:
+            raise ApiError(401, "unknown token")
+        return Principal("app", app_id)
+
+    def acting_on(request: Request, app_id: str) -> Principal:
+        who = principal(request)
+        if not who.may_act_on(app_id):
+            raise ApiError(403, f"this token may not act on app '{app_id}'")
+        return who
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+
+    @app.exception_handler(ThemisError)
+    async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
+        status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
+        if exc.message.startswith("no app named"):
+            status = 404
+        return JSONResponse({"detail": exc.format()}, status_code=status)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        return {"ok": True}
+
+    @app.get("/v1/status")
+    def status(request: Request) -> dict[str, Any]:
+        who = principal(request)
+        only = who.app_id if who.role == "app" else None
+        rows = [r.to_dict() for r in status_rows(store(), only)]
+        return {"arbiter": liveness(ctx.snapshot()), "apps": rows}
+
+    @app.post("/v1/apps", status_code=201)
+    async def submit(request: Request) -> dict[str, Any]:
+        who = principal(request)
+        if not who.may_submit:
+            raise ApiError(403, "submitting needs the submit or admin token")
+        body = await _bounded_body(request)
+        try:
+            raw = json.loads(body)
+            text, source, base_dir = raw["text"], str(raw["source"]), raw["base_dir"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, "expected JSON {text, source, base_dir}") from None
+        if not isinstance(text, str) or not isinstance(base_dir, str):
+            raise ApiError(400, "text and base_dir must be strings")
+        if not Path(base_dir).is_absolute():
+            raise ApiError(400, "base_dir must be an absolute path")
+        return await run_in_threadpool(_submit_now, text, source[:200], Path(base_dir))
+
+    def _submit_now(text: str, source: str, base_dir: Path) -> dict[str, Any]:
+        app_file = parse_app_text(text, source, base_dir)
+        command, token = submit_command(app_file, source)
+        result = ctx.commands.put(command).wait(30.0)
+        return {**result, "token": token}
+
+    @app.post("/v1/apps/{app_id}/cancel")
+    def cancel(app_id: str, request: Request, wait: float = 30.0) -> dict[str, Any]:
+        acting_on(request, app_id)
+        command = ctx.commands.put(Command("cancel", app_id))
+        return {"reply": command.wait(min(max(wait, 0.0), MAX_WAIT))}
+
+    @app.post("/v1/apps/{app_id}/release")
+    async def release(app_id: str, request: Request) -> dict[str, Any]:
+        acting_on(request, app_id)
+        body = await _bounded_body(request, 1024)
+        try:
+            trial = str(json.loads(body)["trial"])
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, "expected JSON {trial}") from None
+        command = ctx.commands.put(Command("release", app_id, {"trial": trial}))
+        return {"reply": await run_in_threadpool(command.wait, 30.0)}
+
+    @app.get("/v1/apps/{app_id}/logs")
+    def logs(app_id: str, request: Request, after: int = 0) -> dict[str, Any]:
+        acting_on(request, app_id)
+        lines, last = log_lines(store(), app_id, after)
+        row = store().app(app_id)
+        return {"lines": lines, "last": last, "state": None if row is None else row.state}
+
+    @app.get("/metrics")
+    def metrics(request: Request) -> Response:
+        if principal(request).role != "admin":
+            raise ApiError(403, "metrics need the admin token")
+        return Response(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app
+
+
+async def _bounded_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The request body, refused (413) past ``limit`` bytes before more is read."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body of {int(declared)} bytes; at most {limit}")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def liveness(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The loop's snapshot plus whether it is alive: it ticked recently and Ray answers."""
+    age = time.time() - snapshot["heartbeat"]
+    stalled = age > max(5.0, STALL_TICKS * snapshot["tick"])
+    state = "stalled" if stalled else ("ray-unreachable" if snapshot["ray_error"] else "alive")
+    return {**snapshot, "age": age, "state": state}

@@ -1,0 +1,103 @@
+"""The CLI's side of the API: plain HTTP(S) with the standard library.
+
+Why not httpx or requests: the client needs five calls and no connection pool, and with
+``urllib`` a user's machine needs nothing beyond themis itself to submit (no runtime
+extra, no Ray). Every failure is one :class:`ThemisError` line: the arbiter's own
+``detail`` when it answered, or what went wrong reaching it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from themis.errors import ThemisError
+from themis.runtime.appfile import read_app_text
+
+#: Where ``themis serve`` listens unless told otherwise (``--listen``).
+DEFAULT_SERVER = "http://127.0.0.1:7878"
+
+
+class Client:
+    def __init__(self, server: str, token: str | None, timeout: float = 60.0) -> None:
+        server = server.rstrip("/")
+        if not server.startswith(("http://", "https://")):
+            raise ThemisError(f"not an http(s) URL: {server!r}", field="--server")
+        self.server = server
+        self.token = token
+        self.timeout = timeout
+        ca = os.environ.get("THEMIS_CA_FILE")
+        self.context = ssl.create_default_context(cafile=ca) if server.startswith("https") else None
+
+    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        if not self.token:
+            raise ThemisError("a token is needed (--token or THEMIS_TOKEN)", field="--token")
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(
+            self.server + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(
+                request, timeout=timeout or self.timeout, context=self.context
+            ) as response:
+                payload = response.read()
+                kind = response.headers.get("content-type", "")
+        except urllib.error.HTTPError as exc:
+            raise ThemisError(_detail(exc)) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ThemisError(
+                f"no arbiter answers at {self.server} ({reason}); is 'themis serve' running "
+                "there? (--server or THEMIS_SERVER)"
+            ) from None
+        if kind.startswith("application/json"):
+            return json.loads(payload)
+        return payload.decode("utf-8")
+
+    def status(self) -> dict[str, Any]:
+        return self._call("GET", "/v1/status")
+
+    def submit(self, app_file: str | Path) -> dict[str, Any]:
+        text = read_app_text(app_file)  # refused unread when too large
+        base = str(Path(app_file).resolve().parent)
+        return self._call(
+            "POST", "/v1/apps", {"text": text, "source": str(app_file), "base_dir": base}
+        )
+
+    def cancel(self, app_id: str, wait: float) -> str:
+        path = f"/v1/apps/{_quote(app_id)}/cancel?wait={wait:g}"
+        return self._call("POST", path, {}, timeout=wait + 30.0)["reply"]
+
+    def release(self, app_id: str, trial: str) -> str:
+        return self._call("POST", f"/v1/apps/{_quote(app_id)}/release", {"trial": trial})["reply"]
+
+    def logs(self, app_id: str, after: int = 0) -> dict[str, Any]:
+        return self._call("GET", f"/v1/apps/{_quote(app_id)}/logs?after={after}")
+
+    def metrics(self) -> str:
+        return self._call("GET", "/metrics")
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def _detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        detail = json.loads(exc.read()).get("detail")
+    except (ValueError, AttributeError, OSError):
+        detail = None
+    if not isinstance(detail, str):
+        detail = f"the arbiter answered HTTP {exc.code} {exc.reason}"
+    if exc.code in (401, 403):
+        return f"refused: {detail}"
+    return detail

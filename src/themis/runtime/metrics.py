@@ -1,0 +1,58 @@
+"""Prometheus metrics of the arbiter (``GET /metrics``, admin token).
+
+One registry per arbiter (not the process-global one, so tests can run several):
+
+- ``themis_app_gpus{app}``: GPUs held per app (jobs with a live lease);
+- ``themis_app_rho{app}``: each active app's estimated finish-time fairness rho with
+  what it holds (capped at the estimator's maximum for an app holding nothing);
+- ``themis_leases_granted_total``, ``themis_leases_renewed_total``,
+  ``themis_leases_preempted_total`` (ended against the job's will: lease not renewed,
+  preempted, released, node lost), ``themis_jobs_killed_total`` (ignored a stop past
+  the grace period);
+- ``themis_queue_apps``: apps submitted and not admitted yet; ``themis_waiting_trials``:
+  trials of active apps that want GPUs and hold none;
+- ``themis_round_seconds``: how long one scheduling round takes (histogram);
+- ``themis_arbiter_heartbeat_seconds``: wall clock of the scheduling loop's last tick.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+
+class ArbiterMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.gpus = Gauge("themis_app_gpus", "GPUs held per app", ["app"], registry=r)
+        self.rho = Gauge("themis_app_rho", "Estimated rho per active app", ["app"], registry=r)
+        self.granted = Counter("themis_leases_granted", "Leases granted", registry=r)
+        self.renewed = Counter("themis_leases_renewed", "Leases renewed", registry=r)
+        self.preempted = Counter(
+            "themis_leases_preempted", "Leases ended against the job's will", registry=r
+        )
+        self.killed = Counter("themis_jobs_killed", "Jobs killed after the grace", registry=r)
+        self.queue = Gauge("themis_queue_apps", "Apps submitted, not admitted", registry=r)
+        self.waiting = Gauge(
+            "themis_waiting_trials", "Trials wanting GPUs and holding none", registry=r
+        )
+        self.round_seconds = Histogram(
+            "themis_round_seconds",
+            "Duration of one scheduling round",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0),
+            registry=r,
+        )
+        self.heartbeat = Gauge(
+            "themis_arbiter_heartbeat_seconds", "Wall clock of the last tick", registry=r
+        )
+
+    def forget_app(self, app_id: str) -> None:
+        """An ended app's series go away (its last values are in the status table)."""
+        for gauge in (self.gpus, self.rho):
+            with contextlib.suppress(KeyError):
+                gauge.remove(app_id)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

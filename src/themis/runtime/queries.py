@@ -1,0 +1,82 @@
+"""What ``status`` and ``logs`` show, read from the store by the arbiter's API thread."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from themis.errors import ThemisError
+from themis.runtime.halving import STOPPED_EARLY
+from themis.runtime.store import LIVE_TRIAL_STATES, Store
+
+
+@dataclass(frozen=True)
+class StatusRow:
+    app_id: str
+    state: str
+    rho: float | None
+    gpus: int
+    leases: int
+    alive: int
+    stopped_early: int
+    finished: int
+    failed: int
+    steps_done: int
+    steps_total: int
+    why: str | None  # the outcome's reason once ended; else why it holds nothing
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def status_rows(store: Store, only: str | None = None) -> list[StatusRow]:
+    """One row per app in submission order (only app ``only`` if given)."""
+    leases: dict[str, int] = {}
+    for lease in store.leases(only):
+        leases[lease.app_id] = leases.get(lease.app_id, 0) + 1
+    rows = []
+    for app in store.apps():
+        if only is not None and app.app_id != only:
+            continue
+        trials = store.trials(app.app_id)
+        count = Counter(t.state for t in trials)
+        ended = app.state not in ("submitted", "running")
+        rows.append(
+            StatusRow(
+                app.app_id,
+                app.state,
+                app.rho,
+                app.gpus,
+                leases.get(app.app_id, 0),
+                sum(t.state in LIVE_TRIAL_STATES for t in trials),
+                count[STOPPED_EARLY],
+                count["finished"],
+                count["failed"],
+                sum(t.steps_done for t in trials),
+                sum(t.budget for t in trials),
+                app.reason if ended else app.note,
+            )
+        )
+    return rows
+
+
+def log_lines(
+    store: Store, app_id: str, after: int = 0, limit: int = 1000
+) -> tuple[list[str], int]:
+    """The app's event log after event ``after``: (lines, last event id), at most
+    ``limit`` events per call (the client asks again from the last id)."""
+    if store.app(app_id) is None:
+        raise ThemisError(f"no app named '{app_id}'", field="APP")
+    lines = []
+    last = after
+    for event_id, event in store.events(app_id, after, limit):
+        stamp = time.strftime("%H:%M:%S", time.localtime(event.wall))
+        clock = "" if event.t is None else f" t={event.t:8.1f}s"
+        who = f" {event.trial_id}" if event.trial_id else ""
+        for k, text in enumerate(event.message.splitlines() or [""]):
+            prefix = f"{stamp}{clock}{who}: " if k == 0 else "    "
+            lines.append(prefix + text)
+        last = event_id
+    return lines, last

@@ -1,0 +1,76 @@
+"""What the mixins of ``ArbiterService`` share, declared once for the type checker.
+
+``ArbiterService`` holds the state and each mixin (``service_requests``,
+``service_reports``, ``service_halving``, ``service_status``, ``service_inventory``)
+works on it. :class:`ServiceBase` declares that state (set in ``ArbiterService.__init__``)
+and the methods one part calls on another, so every mixin is checked against the same
+types and ``ArbiterService`` is checked to provide them. It adds no behaviour: the
+attributes are bare annotations and the methods exist for the type checker only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from themis.model.cluster import Cluster
+    from themis.model.state import AppState, JobState
+    from themis.runtime.arbiter_service import ServiceOptions
+    from themis.runtime.cluster import Inventory
+    from themis.runtime.commands import CommandQueue
+    from themis.runtime.job_control import JobControl, Key
+    from themis.runtime.lease_book import LeaseClock
+    from themis.runtime.live import LiveApp
+    from themis.runtime.metrics import ArbiterMetrics
+    from themis.runtime.store import Store
+
+
+class ServiceBase:
+    """The state and cross-part methods of ``ArbiterService`` (base of its mixins)."""
+
+    store: Store
+    options: ServiceOptions
+    nodes: Callable[[], list[dict[str, Any]]]
+    jobs: JobControl
+    metrics: ArbiterMetrics
+    commands: CommandQueue
+    inventory: Inventory
+    clocks: dict[Key, LeaseClock]
+    submitted: list[str]
+    rounds: int
+    started_wall: float
+    heartbeat: float
+    ray_error: str | None
+    _job_tokens: dict[str, str]
+    _now: float
+    _last_inventory: float
+    _last_status: float
+
+    if TYPE_CHECKING:
+        # Defined by ArbiterService or by one of its mixins.
+
+        def now(self) -> float: ...
+
+        @property
+        def cluster(self) -> Cluster | None: ...
+
+        @property
+        def apps(self) -> dict[str, LiveApp]: ...
+
+        @property
+        def active(self) -> list[AppState]: ...
+
+        def _n_avg(self, app: AppState) -> float: ...
+
+        def _app_done(self, live: LiveApp, now: float, state: str | None = None) -> None: ...
+
+        def _stop_job(self, job: JobState, now: float, trial_state: str, why: str) -> None: ...
+
+        def _set_trial_state(self, live: LiveApp, trial_id: str, state: str) -> None: ...
+
+        def _finish_trial(
+            self, live: LiveApp, job: JobState, now: float, state: str, why: str
+        ) -> None: ...
+
+        def _park(self, live: LiveApp, job: JobState, steps: int, now: float) -> None: ...

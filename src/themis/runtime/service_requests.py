@@ -1,0 +1,86 @@
+"""The arbiter's answers to the API's commands: submit, cancel, release.
+
+Who may send which command was checked by the API (``runtime.auth``); here the loop
+checks what only it knows: whether the app exists and is still active, whether a gang fits
+the cluster at all, whether the name is free. A refusal is a :class:`ThemisError`, sent
+back to the caller as one line."""
+
+from __future__ import annotations
+
+from themis.errors import ThemisError
+from themis.runtime.commands import Command
+from themis.runtime.halving import ENDED
+from themis.runtime.service_base import ServiceBase
+
+
+class RequestHandling(ServiceBase):
+    """Commands from the API, answered once (mixin of ``ArbiterService``)."""
+
+    def _handle_commands(self, now: float) -> bool:
+        changed = False
+        for command in self.commands.drain():
+            try:
+                changed = self._answer(command, now) or changed
+            except ThemisError as exc:
+                command.refuse(exc.format())
+        return changed
+
+    def _answer(self, command: Command, now: float) -> bool:
+        if command.kind == "submit":
+            return self._submit(command, now)
+        row = self.store.app(command.app_id)
+        if row is None:
+            raise ThemisError(f"no app named '{command.app_id}'")
+        if row.state not in ("submitted", "running"):
+            raise ThemisError(f"app '{command.app_id}' is {row.state}")
+        if command.kind == "cancel":
+            self._cancel(command.app_id, now)
+            command.answer(f"cancelled app '{command.app_id}'")
+            return True
+        if command.kind == "release":
+            trial_id = str(command.payload.get("trial", ""))
+            live = self.apps.get(command.app_id)
+            if live is None or (command.app_id, trial_id) not in self.jobs.running:
+                command.answer(f"{trial_id} holds no GPUs")
+                return False
+            self._stop_job(live.job(trial_id), now, "waiting", "lease released by the app")
+            command.answer(f"released the lease of {trial_id}")
+            return True
+        raise ThemisError(f"unknown request '{command.kind}'")
+
+    def _submit(self, command: Command, now: float) -> bool:
+        app = command.payload["app"]
+        cluster = self.cluster
+        if cluster is not None and app.gpus_per_trial > cluster.size:
+            raise ThemisError(
+                f"a trial needs {app.gpus_per_trial} GPUs and the cluster has "
+                f"{cluster.size}: it could never run",
+                source=command.payload.get("source"),
+                field="gpus_per_trial",
+            )
+        self.store.add_app(app, command.payload["token_hash"], command.payload["source"])
+        self.submitted.append(app.name)
+        where = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
+        self.store.log(now, app.name, None, f"submitted: {app.trials} trials; {where}")
+        command.answer({"app_id": app.name, "trials": app.trials})
+        return True
+
+    def _cancel(self, app_id: str, now: float) -> None:
+        live = self.apps.get(app_id)
+        if live is None:  # submitted, not admitted yet
+            if app_id in self.submitted:
+                self.submitted.remove(app_id)
+            for trial in self.store.trials(app_id):
+                self.store.update_trial(app_id, trial.trial_id, state="cancelled")
+            self.store.update_app(app_id, state="cancelled", finish=now, reason="cancelled")
+            self.store.log(now, app_id, None, "cancelled before admission")
+            return
+        for job in live.state.jobs:
+            if live.trial_state.get(job.job_id) in ENDED:
+                continue
+            if job.gpus:
+                self._stop_job(job, now, "cancelled", "app cancelled")
+            self.jobs.pending.pop((app_id, job.job_id), None)
+            self._set_trial_state(live, job.job_id, "cancelled")
+            job.finish(now)
+        self._app_done(live, now, "cancelled")

@@ -1,0 +1,68 @@
+"""What ``status`` and ``/metrics`` show about the loop: rho and GPUs per app, why an app
+holds nothing, and the loop's own liveness."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from themis.agent.agent import Agent
+from themis.fairness.ftf import RHO_MAX
+from themis.runtime.halving import ENDED
+from themis.runtime.live import LiveApp
+from themis.runtime.service_base import ServiceBase
+
+
+class StatusReporting(ServiceBase):
+    """Status rows, metrics and liveness (mixin of ``ArbiterService``)."""
+
+    def _write_status(self, now: float) -> None:
+        self._last_status = time.time()
+        cluster = self.cluster
+        self.metrics.queue.set(len(self.submitted))
+        for app_id in self.submitted:
+            note = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
+            self.store.update_app(app_id, note=note)
+        if cluster is None:
+            return
+        self._now = now
+        waiting = 0
+        reserved = self.jobs.reserved()
+        free = len(cluster.gpus) - len({g for a in self.active for g in a.held()} | reserved)
+        for app in self.active:
+            held = app.held()
+            rho = Agent(app, cluster).rho_with(now, self._n_avg(app), held)
+            live = self.apps[app.app_id]
+            idle = [j for j in app.jobs if not j.gpus and j.finished_at is None]
+            waiting += len(idle)
+            self.store.update_app(
+                app.app_id, rho=rho, gpus=len(held), note=self._why_idle(live, held, rho, free)
+            )
+            self.metrics.gpus.labels(app.app_id).set(len(held))
+            self.metrics.rho.labels(app.app_id).set(min(rho, RHO_MAX))
+        self.metrics.waiting.set(waiting)
+
+    def _why_idle(self, live: LiveApp, held: tuple[int, ...], rho: float, free: int) -> str | None:
+        """Why an app holds no GPU, in a few words (None when it holds some)."""
+        if held:
+            starting = sum(1 for k in self.jobs.pending if k[0] == live.app_id)
+            return f"{starting} granted, waiting for GPUs to drain" if starting else None
+        states = list(live.trial_state.values())
+        if states and all(s in ("parked", *ENDED) for s in states):
+            return "every live trial paused at a rung, waiting for its decision"
+        if free:
+            return f"waiting for the next round ({free} GPUs free)"
+        return f"waiting: other apps hold every GPU until their leases end (rho {rho:.2f})"
+
+    def snapshot(self) -> dict[str, Any]:
+        """The loop's liveness, for ``status`` (read from the API thread)."""
+        cluster = self.cluster
+        return {
+            "heartbeat": self.heartbeat,
+            "started": self.started_wall,
+            "rounds": self.rounds,
+            "gpus": 0 if cluster is None else cluster.size,
+            "machines": len(self.inventory.nodes),
+            "ray_error": self.ray_error,
+            "tick": self.options.tick,
+        }

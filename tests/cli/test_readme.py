@@ -1,0 +1,126 @@
+"""The README's commands and outputs are the real program's.
+
+Every ``themis`` command of the README's ``bash`` blocks is run as a user would (the
+installed script, from a working directory that has the repository's ``examples/``),
+except the runtime's, which need a running ``themis serve`` (tests/runtime covers them).
+Commands on the bundled trace run on a small HyperDrive trace instead (``--trace``
+appended; the Themis policy takes a minute on the whole trace): they check that each
+command line is valid and runs, not the numbers. ``text`` blocks that start with
+``$ themis ...`` must be exactly what that command prints, the auction input shown must
+be the example file, and the Python example runs (on the small trace).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+README = (ROOT / "README.md").read_text()
+THEMIS = Path(sys.executable).with_name("themis")
+SMALL = ROOT / "tests" / "workload" / "samples" / "hyperdrive.csv"
+#: Need a running arbiter (``themis serve``): covered by tests/runtime.
+SERVER = {"serve", "submit", "status", "logs", "cancel"}
+
+pytestmark = pytest.mark.skipif(not THEMIS.exists(), reason="themis script not installed")
+
+
+def blocks(kind: str) -> list[str]:
+    return re.findall(rf"^```{kind}\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
+
+
+def commands() -> list[list[str]]:
+    out = []
+    for block in blocks("bash"):
+        for line in block.splitlines():
+            if line.startswith("themis "):
+                out.append(shlex.split(line, comments=True))
+    return out
+
+
+def runnable(argv: list[str]) -> list[str]:
+    """The command as the test runs it: small trace for the bundled one, a small generated
+    workload for a generated one, at most two seeds."""
+    if argv[1] in ("simulate", "compare") and "--trace" not in argv:
+        argv = [*argv, "--trace", str(SMALL), "--cluster", "1x2x4"]
+    out = []
+    for k, arg in enumerate(argv):
+        if arg.startswith("generate:"):
+            arg = re.sub(r"jobs=\d+", "jobs=40", arg)
+        elif k > 0 and argv[k - 1] == "--seeds" and arg.isdigit():
+            arg = str(min(int(arg), 2))
+        elif k > 0 and argv[k - 1] == "--seeds":
+            arg = ",".join(arg.split(",")[:2])
+        out.append(arg)
+    return out
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A working directory with the repository's examples, as a fresh clone has."""
+    path = tmp_path_factory.mktemp("readme")
+    (path / "examples").symlink_to(ROOT / "examples")
+    return path
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(THEMIS), *argv[1:]], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_readme_has_the_commands_this_test_expects() -> None:
+    names = {argv[1] for argv in commands()}
+    assert {"simulate", "compare", "auction", "policies", "trace"} <= names
+    assert names - SERVER - {"simulate", "compare", "auction", "policies", "trace"} == set()
+
+
+def test_every_readme_command_runs(workdir: Path) -> None:
+    failures = []
+    for argv in commands():  # in order: "trace generate" writes what "simulate" reads
+        if argv[1] in SERVER:
+            continue
+        done = run(runnable(argv), workdir)
+        if done.returncode != 0:
+            failures.append(f"{shlex.join(argv)}: exit {done.returncode}: {done.stderr[-300:]}")
+    assert failures == []
+
+
+def test_output_blocks_are_what_the_commands_print(workdir: Path) -> None:
+    shown = [b for b in blocks("text") if b.startswith("$ themis ")]
+    assert len(shown) >= 2  # the auction and the Gavel inspect
+    for block in shown:
+        first, _, expected = block.partition("\n")
+        done = run(shlex.split(first[2:]), workdir)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected, first
+
+
+def test_the_auction_input_shown_is_the_example_file() -> None:
+    [shown] = [b for b in blocks("json") if '"bids"' in b]
+    example = (ROOT / "examples" / "auction_2x2.json").read_text()
+    assert json.loads(shown) == json.loads(example)
+
+
+def test_the_python_example_runs() -> None:
+    [code] = blocks("python")
+    small = code.replace('load_workload("hyperdrive"', f'load_workload("{SMALL}"')
+    small = small.replace('"2x4x8"', '"1x2x4"')
+    assert small != code
+    done = subprocess.run(
+        [sys.executable, "-c", small], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.strip()) > 0  # max rho
+
+
+def test_the_test_command_is_what_ci_runs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    [command] = [line for line in ci.splitlines() if line.startswith(".venv/bin/pip install")]
+    assert command in README
