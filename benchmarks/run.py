@@ -54,11 +54,14 @@ def time_simulations(
     return rows
 
 
-def auction_round_view(bidders: int, seed: int) -> tuple[Cluster, SchedulingView]:
-    """100 HyperDrive-like apps (1-GPU trials, some 2-, 4- and 8-GPU ones) that arrived at
-    different times and hold nothing, on 8 racks x 8 machines x 8 GPUs, all free."""
+def auction_round_view(
+    bidders: int, seed: int, cluster_spec: str = "8x8x8"
+) -> tuple[Cluster, SchedulingView]:
+    """``bidders`` HyperDrive-like apps (1-GPU trials, some 2-, 4- and 8-GPU ones) that
+    arrived at different times and hold nothing, on ``cluster_spec`` (default 8 racks x 8
+    machines x 8 GPUs), all free."""
     rng = random.Random(seed)
-    cluster = Cluster.from_spec("8x8x8")
+    cluster = Cluster.from_spec(cluster_spec)
     profiles = load_profiles()
     names = sorted(profiles)
     activity = ActiveApps()

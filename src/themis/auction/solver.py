@@ -39,6 +39,16 @@ MEMO_SLACK = 1e-12
 #: every re-solve uses the LP-dual bound from its first node.
 EAGER_PRICING = 3_000
 
+#: Auctions whose branch-and-bound tables would hold more than this many cells (GPUs x
+#: entries) take the certified LP path first (``_lp_first``).
+LP_FIRST_WORK = 500_000
+
+#: Re-solves of the LP path hold the entries whose reduced profit at the optimum's GPU
+#: prices is at least -KEEP_REDUCED (log-utility units); any value is exact (answers are
+#: certified over every entry), this one keeps proofs failing rarely on simulator-like
+#: auctions while dropping most of the LP's non-zeros.
+KEEP_REDUCED = 2.0
+
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
 #: return a choice up to ~1e-6 log-utility short of the optimum on near-ties. Scaling the
@@ -86,7 +96,7 @@ def solve(
 
 
 def solve_all(
-    candidates: list[list[Candidate]], node_limit: int = 5_000
+    candidates: list[list[Candidate]], node_limit: int = 5_000, lp_first: bool = True
 ) -> tuple[Solution, dict[int, Solution]]:
     """The optimum, and for each of its winners i the optimum without bidder i.
 
@@ -96,10 +106,19 @@ def solve_all(
     bound tables) is shared: each re-solve only rebuilds the tables of the bidders
     searched before i, and the GPU prices of the LP-dual bound (see ``prices``) are solved
     at most once per auction. Bidders are the ``Candidate.bidder`` ids, as in ``chosen``.
+
+    Large auctions (``_lp_first``), and those branch and bound gives up on, go through one
+    warm-started LP whose every answer is certified optimal (``lp_path``), falling back to
+    the integer program where a proof is missing. ``lp_first=False`` keeps the previous
+    paths only: the exact reference the tests compare the LP path with.
     """
     groups = [c for c in candidates if c]
     if not groups:
         return Solution(0.0, {}), {}
+    if lp_first and _lp_first(groups):
+        fast = _solve_all_lp(groups)
+        if fast is not None:
+            return fast
     plan = _Plan(groups)
     full = _Search(plan)
     best = full.run(node_limit, None, plan.lp_prices)
@@ -107,7 +126,11 @@ def solve_all(
     # more than an LP solve, they all get the LP-dual bound from the start.
     eager = plan.priced or full.nodes * len(best.chosen if best else ()) > EAGER_PRICING
     if best is None:
-        # Too large for branch and bound: the re-solves are as hard, so skip to HiGHS.
+        # Too large for branch and bound: the re-solves are as hard, so skip to the
+        # certified LP path, else to HiGHS's integer program.
+        fast = _solve_all_lp(groups) if lp_first else None
+        if fast is not None:
+            return fast
         best = _milp(groups)
         node_limit = 0
     without: dict[int, Solution] = {}
@@ -123,6 +146,69 @@ def solve_all(
             search = _Search(plan, full, bidder)
             result = search.run(node_limit, incumbent, _repriced(plan, search, cand.mask), eager)
         without[bidder] = _milp(others) if result is None else result
+    return best, without
+
+
+def _lp_first(groups: list[list[Candidate]]) -> bool:
+    """Whether branch and bound's tables alone (entries x GPUs) would cost more than the
+    whole LP path: such auctions go to the LP first (every bundled-trace auction, on 64
+    GPUs, stays far below)."""
+    width = max(c.mask.bit_length() for g in groups for c in g)
+    if width * sum(len(g) for g in groups) <= LP_FIRST_WORK:
+        return False
+    from themis.auction.lp_path import WarmLp  # here, not at import: see _milp
+
+    return WarmLp.available()
+
+
+def _solve_all_lp(
+    groups: list[list[Candidate]],
+) -> tuple[Solution, dict[int, Solution]] | None:
+    """``solve_all`` through the certified warm LP (``lp_path``); None when the optimum
+    itself comes without a proof (the caller then takes its exact paths). A re-solve
+    without a proof is answered by the integer program. As in branch and bound, a
+    re-solve keeps its incumbent (the optimum minus the winner) unless the LP finds
+    something better by more than TOLERANCE."""
+    import numpy as np  # here, not at import: see _milp
+
+    from themis.auction.lp_path import WarmLp
+
+    if not WarmLp.available():  # pragma: no cover - depends on the installed scipy
+        return None
+    lp = WarmLp(groups, TOLERANCE)
+    chosen = lp.solve()
+    if chosen is None:
+        return None
+    proof = lp.proof  # of the optimum, before any re-solve replaces it
+    # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
+    # optimum's prices (large bundles on contested GPUs drop out: most of the LP's size);
+    # an answer they cannot prove is asked of the full model.
+    small = lp.restricted(np.flatnonzero(lp.reduced_profits() >= -KEEP_REDUCED))
+    best = Solution(sum(c.gain for c in chosen), {c.bidder: c for c in chosen})
+    position = {g[0].bidder: k for k, g in enumerate(groups)}
+    without: dict[int, Solution] = {}
+    for bidder, cand in best.chosen.items():
+        if len(groups) == 1:
+            without[bidder] = Solution(0.0, {})
+            continue
+        lp.proof = proof
+        if lp.proves_no_gain_without(position[bidder], best.objective - cand.gain):
+            rest = {b: c for b, c in best.chosen.items() if b != bidder}
+            without[bidder] = Solution(best.objective - cand.gain, rest)
+            continue
+        found = small.solve(position[bidder])
+        if found is None:
+            found = lp.solve(position[bidder])
+        if found is None:
+            without[bidder] = _milp([g for g in groups if g[0].bidder != bidder])
+            continue
+        value = sum(c.gain for c in found)
+        incumbent = best.objective - cand.gain
+        if value > incumbent + TOLERANCE:
+            without[bidder] = Solution(value, {c.bidder: c for c in found})
+        else:
+            rest = {b: c for b, c in best.chosen.items() if b != bidder}
+            without[bidder] = Solution(incumbent, rest)
     return best, without
 
 

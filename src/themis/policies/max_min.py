@@ -56,8 +56,12 @@ class MaxMinPolicy(Policy):
         schedule = self.keep_running(view)
         held = {a.app_id: len(a.held()) for a in apps}
         free = set(view.free_gpus())
+        # Every scheduled job is a running one (``keep_running``), so excluding an app's own
+        # running jobs excludes the same jobs as excluding all of them, without building
+        # the set of every running job once per app.
         queues = {
-            a.app_id: list(waiting_order(a, view.now, {id(j) for j in schedule})) for a in apps
+            a.app_id: list(waiting_order(a, view.now, {id(j) for j in a.running_jobs()}))
+            for a in apps
         }
 
         def below_share() -> list[AppState]:
@@ -66,12 +70,13 @@ class MaxMinPolicy(Policy):
                 key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival),
             )
 
+        index = _Scheduled(schedule)
         progress = True
         while progress:
             progress = False
             for app in below_share():
                 job = queues[app.app_id][0]
-                placed = self._place(view, job, free, schedule, held, shares)
+                placed = self._place(view, job, free, schedule, held, shares, index)
                 if placed is None:
                     queues[app.app_id].pop(0)  # cannot run now; try its next job
                     progress = True
@@ -80,6 +85,7 @@ class MaxMinPolicy(Policy):
                 for victim in preempted:  # may still run on GPUs nobody below share can use
                     queues[victim.app.app_id].insert(0, victim)
                 schedule[job] = Assignment(gpus)
+                index.add(job)
                 queues[app.app_id].pop(0)
                 held[app.app_id] += len(gpus)
                 progress = True
@@ -109,6 +115,7 @@ class MaxMinPolicy(Policy):
         schedule: Schedule,
         held: dict[str, int],
         shares: dict[str, int],
+        index: _Scheduled,
     ) -> tuple[tuple[int, ...], list[JobState]] | None:
         """GPUs for ``job``, preempting over-share apps' newest jobs if needed.
 
@@ -123,19 +130,62 @@ class MaxMinPolicy(Policy):
             if gpus is not None:
                 for victim in chosen:
                     free.update(schedule.pop(victim).gpus)
+                    index.remove(victim)
                     held[victim.app.app_id] -= victim.gang
                 free.difference_update(gpus)
                 return gpus, chosen
-            victims = [
-                j
-                for j in schedule
-                if j not in chosen
-                and j.app is not job.app
-                and trial_held[j.app.app_id] - j.gang >= shares[j.app.app_id]
-            ]
-            if not victims:
+            newest = index.newest_victim(job.app.app_id, chosen, trial_held, shares)
+            if newest is None:
                 return None
-            victim = max(victims, key=lambda j: (j.started_at or 0.0, j.app.arrival))
-            chosen.append(victim)
-            trial_free.update(schedule[victim].gpus)
-            trial_held[victim.app.app_id] -= victim.gang
+            chosen.append(newest)
+            trial_free.update(schedule[newest].gpus)
+            trial_held[newest.app.app_id] -= newest.gang
+
+
+class _Scheduled:
+    """The round's schedule indexed by app, so that looking for a victim costs the jobs of
+    the apps above their share, not every scheduled job.
+
+    It picks what ``max(victims, key=(started_at or 0, arrival))`` over the schedule in
+    its order would: the newest-started job of an app that stays at or above its share
+    without it, ties to the first in schedule order (each job's insertion position, kept
+    here, is the last part of the key).
+    """
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.position: dict[JobState, int] = {}
+        self.by_app: dict[str, set[JobState]] = {}
+        self._next = 0
+        for job in schedule:
+            self.add(job)
+
+    def add(self, job: JobState) -> None:
+        """``job`` was added to the end of the schedule."""
+        self.position[job] = self._next
+        self._next += 1
+        self.by_app.setdefault(job.app.app_id, set()).add(job)
+
+    def remove(self, job: JobState) -> None:
+        del self.position[job]
+        self.by_app[job.app.app_id].discard(job)
+
+    def newest_victim(
+        self,
+        mine: str,
+        chosen: list[JobState],
+        held: dict[str, int],
+        shares: dict[str, int],
+    ) -> JobState | None:
+        best: JobState | None = None
+        best_key: tuple[float, float, int] | None = None
+        for app_id, jobs in self.by_app.items():
+            extra = held[app_id] - shares[app_id]
+            if extra <= 0 or app_id == mine:
+                continue  # no job of it can go without dropping it below its share
+            for j in jobs:
+                if j.gang > extra or j in chosen:
+                    continue
+                key = (j.started_at or 0.0, j.app.arrival, -self.position[j])
+                if best_key is None or key > best_key:
+                    best, best_key = j, key
+        return best

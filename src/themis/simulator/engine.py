@@ -164,6 +164,9 @@ class Simulator:
         self._heap: list[tuple[float, int, Event]] = []
         self._seq = itertools.count()
         self._wakes: set[float] = set()
+        self._grant_ends: list[tuple[float, int, JobState]] = []  # see any_grant_ending
+        self._grant_seq = itertools.count()
+        self._holder: dict[int, JobState] = {}  # GPU -> the running job on it (``_check``)
         self._token = itertools.count(1)
         self._finished = 0
 
@@ -281,13 +284,19 @@ class Simulator:
             self.on_app_finished(self._finished, len(self.workload.apps))
 
     def any_grant_ending(self, now: float) -> bool:
+        """Whether a running job's grant ends within the batching window: the earliest
+        current grant end, from a heap of (end, job) pushed whenever a job's end is set
+        and dropped lazily once the job stopped or got another end, instead of a scan of
+        every running job at each event."""
         self._wakes.discard(now)
         horizon = now + self.batch_window + EPSILON
-        return any(
-            j.until is not None and j.until <= horizon
-            for a in self.active
-            for j in a.running_jobs()
-        )
+        ends = self._grant_ends
+        while ends:
+            until, _, job = ends[0]
+            if job.gpus and job.until == until:
+                return until <= horizon
+            heapq.heappop(ends)
+        return False
 
     # -- rounds -----------------------------------------------------------------------------
 
@@ -304,7 +313,36 @@ class Simulator:
             )
 
     def _check(self, schedule: Schedule) -> None:
-        check_schedule(schedule, self.active, self.cluster)
+        """``check_schedule``'s rules, checked in time proportional to the grants that
+        change: the simulator knows which running job holds each GPU."""
+        seen: set[int] = set()
+        active = {id(a) for a in self.active}
+        size = self.cluster.size
+        moved = []
+        for job, grant in schedule.items():
+            gpus = grant.gpus
+            if job.gpus and (gpus is job.gpus or gpus == job.gpus):
+                # Continues where it runs: its GPUs were checked when it started and no
+                # other running job holds them; only new grants can collide with them.
+                continue
+            moved.append((job, grant))
+        holder = self._holder
+        for job, grant in moved:
+            if job.finished_at is not None or id(job.app) not in active:
+                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
+            if len(grant.gpus) != job.gang:
+                raise AssertionError(
+                    f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
+                )
+            for g in grant.gpus:
+                if not 0 <= g < size or g in seen:
+                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
+                seen.add(g)
+                other = holder.get(g)  # a running job on g that keeps it collides
+                if other is not None and other in schedule:
+                    kept = schedule[other].gpus
+                    if kept is other.gpus or kept == other.gpus:
+                        raise AssertionError(f"policy granted GPU {g} twice or out of range")
 
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
@@ -312,11 +350,13 @@ class Simulator:
                 if job not in schedule or schedule[job].gpus != job.gpus:
                     self._stop(job, now)
         for job, grant in schedule.items():
-            if job.gpus:  # continues on the same GPUs
-                job.until = grant.until
-            else:
+            if not job.gpus:
                 self._start(job, grant.gpus, now)
-                job.until = grant.until
+                for g in job.gpus:
+                    self._holder[g] = job
+            if grant.until is not None and grant.until != job.until:
+                heapq.heappush(self._grant_ends, (grant.until, next(self._grant_seq), job))
+            job.until = grant.until
             if grant.until is not None and grant.until not in self._wakes:
                 self._wakes.add(grant.until)
                 self._push(grant.until, GrantEnd())
@@ -342,6 +382,9 @@ class Simulator:
             self.intervals.append(
                 Interval(job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
             )
+        for g in job.gpus:
+            if self._holder.get(g) is job:
+                del self._holder[g]
         job.stop(now, best)
         self.tokens.pop(id(job), None)
 
