@@ -422,13 +422,19 @@ class ArbiterService(
         live.trial_state[trial_id] = state
         self.store.update_trial(live.spec.name, trial_id, state=state)
 
-    def _finish_trial(self, live: LiveApp, job: JobState, now: float, state: str, why: str) -> None:
+    def _release_trial(self, job: JobState, now: float) -> tuple[str, str]:
+        """Take a trial off its GPUs in the books (lease and lease clock gone); returns its
+        (app, trial) key. Finishing and parking at a rung both start here."""
         cluster = self.cluster
         key = (job.app.app_id, job.job_id)
         if job.gpus and cluster is not None:
             job.stop(now, cluster.span(job.gpus) <= cluster.best_span(job.gang))
         self.store.drop_lease(*key)
         self.clocks.pop(key, None)
+        return key
+
+    def _finish_trial(self, live: LiveApp, job: JobState, now: float, state: str, why: str) -> None:
+        key = self._release_trial(job, now)
         self.jobs.stop(key)
         job.finish(now)
         self._set_trial_state(live, job.job_id, state)

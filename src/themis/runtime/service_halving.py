@@ -34,12 +34,7 @@ class HalvingControl(ServiceBase):
     def _park(self, live: LiveApp, job: JobState, steps: int, now: float) -> None:
         """Pause a trial at a successive-halving rung: it gives its GPUs back and is no
         demand of its app until the rung is decided (the scheduler sees it as ended)."""
-        cluster = self.cluster
-        key = (job.app.app_id, job.job_id)
-        if job.gpus and cluster is not None:
-            job.stop(now, cluster.span(job.gpus) <= cluster.best_span(job.gang))
-        self.store.drop_lease(*key)
-        self.clocks.pop(key, None)
+        key = self._release_trial(job, now)
         self.jobs.pending.pop(key, None)
         job.done = float(min(job.spec.work, steps))
         job.finished_at = now
