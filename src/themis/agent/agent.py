@@ -10,7 +10,6 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
@@ -62,24 +61,20 @@ class Agent:
         gpus: Sequence[int],
         active_apps: int,
         remaining: dict[int, GangWork] | None = None,
-    ) -> float:
-        """The app's rho for ranking and as its bid's "nothing": rho with ``gpus`` when the
-        app can run on them, else its starving rho (``starving_rho``: a fair 1/N time share
-        from now on), which is finite and grows with the wait."""
+    ) -> tuple[float, bool]:
+        """The app's rho for ranking, and whether it is starving: rho with ``gpus`` when the
+        app can run on them, else (rho at the RHO_MAX cap) its starving rho
+        (``starving_rho``: a fair 1/N time share from now on), which is finite and grows
+        with the wait."""
         if remaining is None:
             remaining = self.app.remaining_by_gang(now)
         work = RemainingWork(self.app.profile, remaining)
-        return self._standing(now, n_avg, work, self.cluster.shape_of(gpus), active_apps)
-
-    def _standing(
-        self, now: float, n_avg: float, work: RemainingWork, shape: SetShape, active_apps: int
-    ) -> float:
-        time = work.time_on(shape)
-        if time < math.inf:
-            return rho(now, self.app.arrival, time, self.app.t_cluster, n_avg)
-        return starving_rho(
-            now, self.app.arrival, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
-        )
+        value = self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
+        if value < RHO_MAX:
+            return value, False
+        t_cluster = self.app.t_cluster
+        shape = self.cluster.shape
+        return starving_rho(now, self.app.arrival, work, shape, active_apps, t_cluster, n_avg), True
 
     def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
         return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
@@ -102,7 +97,7 @@ class Agent:
         them back continues those jobs without a restart. ``remaining`` is the app's
         ``remaining_by_gang(now)`` when the caller has it. With ``active_apps`` (the apps
         active now), an app that cannot run on ``kept`` values winning nothing at its
-        starving rho instead of the RHO_MAX cap (see ``standing``)."""
+        starving rho instead of the RHO_MAX cap (see ``_nothing``)."""
         if remaining is None:
             remaining = self.app.remaining_by_gang(now)
         work = RemainingWork(self.app.profile, remaining)

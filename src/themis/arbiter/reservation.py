@@ -124,7 +124,7 @@ def choose_target(
     return chosen
 
 
-def next_gang(app: AppState, now: float) -> JobState | None:
+def next_gang(app: AppState) -> JobState | None:
     """The app's next waiting job to start: its longest-remaining idle job (the app
     scheduler's order), or None when none waits."""
     idle = app.idle_jobs()

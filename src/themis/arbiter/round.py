@@ -33,7 +33,6 @@ from themis.arbiter.reservation import (
 )
 from themis.auction.bids import Bid
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
-from themis.fairness.ftf import RHO_MAX
 from themis.model.cluster import Cluster
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
@@ -153,12 +152,11 @@ class Arbiter:
         rhos: dict[str, float] = {}
         starving: set[str] = set()
         for a in wanting:
-            agent = agents[a.app_id]
-            value = agent.rho_with(now, n_avg[a.app_id], a.held(), remaining[a.app_id])
-            if value >= RHO_MAX:
+            rhos[a.app_id], cannot_run = agents[a.app_id].standing(
+                now, n_avg[a.app_id], a.held(), active, remaining[a.app_id]
+            )
+            if cannot_run:
                 starving.add(a.app_id)
-                value = agent.standing(now, n_avg[a.app_id], a.held(), active, remaining[a.app_id])
-            rhos[a.app_id] = value
         # 2. Offer, worst first: apps that cannot run at all before the others, as with an
         # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
         wanting.sort(key=lambda a: (a.app_id not in starving, -rhos[a.app_id], a.arrival, a.app_id))
@@ -166,9 +164,8 @@ class Arbiter:
         planned: set[int] = {id(j) for j in schedule}
 
         # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
-        reserved_jobs = set(planned)
-        reserved = self._reserve(view, wanting, pool, now, schedule, planned)
-        reserved_jobs = planned - reserved_jobs  # the gang a reservation just started
+        reserved, started = self._reserve(view, wanting, pool, now, schedule, planned)
+        reserved_jobs = set() if started is None else {id(started)}
         pool.difference_update(reserved)
         record = RoundRecord(now, [], rhos, [a.app_id for a in offered], [], None)
         record.reserved = sorted(reserved)
@@ -261,17 +258,17 @@ class Arbiter:
         now: float,
         schedule: Schedule,
         planned: set[int],
-    ) -> set[int]:
+    ) -> tuple[set[int], JobState | None]:
         """Keep, make or fulfil the one reservation; return the GPUs of the pool it
-        withholds this round. A fulfilled reservation starts its gang in ``schedule``."""
+        withholds this round, and the job a fulfilled reservation starts (in ``schedule``)."""
         book = self.reservations
         if self.reservation_bound <= 0:
-            return set()
+            return set(), None
         self._drop_stale_reservation(view, now)
         res = book.current
         if res is None and wanting:
             worst = wanting[0]
-            job = next_gang(worst, now)
+            job = next_gang(worst)
             if job is not None and not self._placeable(job.gang, pool):
                 ready = ready_times(self.cluster, view.apps, pool, now)
                 target = choose_target(self.cluster, job.gang, ready, now)
@@ -281,7 +278,7 @@ class Arbiter:
                     )
                     book.made += 1
         if res is None:
-            return set()
+            return set(), None
         if pool.issuperset(res.target):
             app = next(a for a in view.apps if a.app_id == res.app_id)
             job = next(j for j in app.idle_jobs() if j.gang == res.gang)
@@ -289,10 +286,10 @@ class Arbiter:
             planned.add(id(job))
             pool.difference_update(res.target)
             book.close(now, fulfilled=True)
-            return set()
+            return set(), job
         withheld = pool.intersection(res.target)
         book.withhold(withheld)
-        return withheld
+        return withheld, None
 
     def _placeable(self, gang: int, pool: set[int]) -> bool:
         """Whether a gang can start on its best span with the GPUs of ``pool``."""

@@ -111,8 +111,6 @@ class SimulationResult:
     intervals: list[Interval]
     rounds: int
     n_avg: dict[str, float] = field(default_factory=dict)
-    #: The policy's own figures (``Policy.report``), e.g. what its reservations cost.
-    policy_report: dict[str, float] = field(default_factory=dict)
     #: (from, to, GPUs) the policy kept idle on purpose (``Policy.held_idle``).
     held_idle: list[tuple[float, float, tuple[int, ...]]] = field(default_factory=list)
 
@@ -198,8 +196,7 @@ class Simulator:
             self.intervals,
             self.rounds,
             dict(self.n_avg_lifetime),
-            self.policy.report(),
-            self.policy.held_idle(),
+            held_idle=self.policy.held_idle(),
         )
 
     def _push(self, t: float, event: Event) -> None:
