@@ -120,20 +120,10 @@ class Arbiter:
     def run_round(self, view: SchedulingView) -> Schedule:
         now = view.now
         self.reservations.account(now)
-        schedule: Schedule = {}
-        kept: dict[str, list[int]] = {}
-        renewable: dict[str, list[JobState]] = {}
-        pool = set(view.free_gpus())
-        for app in view.apps:
-            kept[app.app_id] = []
-            renewable[app.app_id] = []
-            for job in app.running_jobs():
-                if view.ending(job):
-                    pool.update(job.gpus)
-                    renewable[app.app_id].append(job)
-                else:
-                    schedule[job] = Assignment(job.gpus, job.until)
-                    kept[app.app_id].extend(job.gpus)
+        schedule, pool, renewable = view.split_ending()
+        kept: dict[str, list[int]] = {app.app_id: [] for app in view.apps}
+        for job in schedule:
+            kept[job.app.app_id].extend(job.gpus)
         if not pool:
             self._drop_stale_reservation(view, now)
             return schedule

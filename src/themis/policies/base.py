@@ -56,6 +56,23 @@ class SchedulingView:
         """Whether ``job``'s grant ends in this round."""
         return job.until is not None and job.until <= self.now + self.window
 
+    def split_ending(self) -> tuple[Schedule, set[int], dict[str, list[JobState]]]:
+        """What a leasing round starts from: the running jobs whose grants do not end now
+        (they keep their GPUs and grant ends), the GPUs up for grabs (free, or held by a
+        grant that ends now) and, per app id, its jobs whose grants end now."""
+        keep: Schedule = {}
+        pool = set(self.free_gpus())
+        ending: dict[str, list[JobState]] = {}
+        for app in self.apps:
+            mine = ending[app.app_id] = []
+            for job in app.running_jobs():
+                if self.ending(job):
+                    pool.update(job.gpus)
+                    mine.append(job)
+                else:
+                    keep[job] = Assignment(job.gpus, job.until)
+        return keep, pool, ending
+
     def running(self) -> list[JobState]:
         return [j for app in self.apps for j in app.jobs if j.gpus]
 

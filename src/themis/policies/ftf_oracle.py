@@ -59,23 +59,13 @@ class FtfOraclePolicy(Policy):
         shares = self._shares(view, apps)
 
         # Grants that do not end now stay; the rest, with the free GPUs, are up for grabs.
-        schedule: Schedule = {}
-        pool = set(view.free_gpus())
-        renewable: dict[str, list[JobState]] = {}
-        held: dict[str, int] = {}
+        schedule, pool, renewable = view.split_ending()
+        held: dict[str, int] = {app.app_id: 0 for app in apps}
         round_end: float | None = None
-        for app in apps:
-            held[app.app_id] = 0
-            renewable[app.app_id] = []
-            for job in app.running_jobs():
-                if view.ending(job):
-                    pool.update(job.gpus)
-                    renewable[app.app_id].append(job)
-                else:
-                    schedule[job] = Assignment(job.gpus, job.until)
-                    held[app.app_id] += job.gang
-                    if job.until is not None:
-                        round_end = job.until if round_end is None else max(round_end, job.until)
+        for job in schedule:
+            held[job.app.app_id] += job.gang
+            if job.until is not None:
+                round_end = job.until if round_end is None else max(round_end, job.until)
         if round_end is None:  # a new round starts now
             round_end = now + self.options.lease
 
