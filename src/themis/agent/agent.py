@@ -106,6 +106,8 @@ class Agent:
         starving = active_apps is not None and rho_none >= RHO_MAX
         entries: list[MenuEntry] = []
         self._cuts = {}
+        if self.cluster.typed:
+            offer = self._fastest_first(offer)
         chain = self._chain(now, kept, offer, renewable)
         for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):  # distinct: nested
             self._cuts[bundle] = cuts
@@ -119,6 +121,14 @@ class Agent:
         if starving and active_apps is not None:
             rho_none = self._nothing(now, n_avg, work, active_apps, entries)
         return Bid(self.app.app_id, rho_none, tuple(entries))
+
+    def _fastest_first(self, offer: Sequence[int]) -> list[int]:
+        """The offer with the GPU types this app's model runs fastest on first (the
+        arbiter's order within each type): the chain fills fast GPUs before slow ones, so
+        the menu prices types through the rho each bundle really gives."""
+        type_of = self.cluster.type_of
+        speed = {t: self.app.profile.type_speed(t) for t in self.cluster.types}
+        return sorted(offer, key=lambda g: -speed[type_of[g] or ""])
 
     def _nothing(
         self,
@@ -202,7 +212,9 @@ def _prefixes(
     for n, gang in enumerate(chain, start=1):
         flat.extend(gang)
         cuts.append(len(flat))
-        if n in sizes:
+        if n in sizes and cluster.typed:
+            out.append((tuple(flat), list(cuts), cluster.shape_of((*kept, *flat))))
+        elif n in sizes:
             fresh = flat[counted:]
             machines.update(map(machine_of, fresh))
             racks.update(map(rack_of, fresh))

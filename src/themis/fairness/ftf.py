@@ -50,7 +50,7 @@ class RemainingWork:
     operations in the same order as the estimate always did, so results are unchanged.
     """
 
-    __slots__ = ("gangs", "demand", "cross_machine", "cross_rack", "empty")
+    __slots__ = ("gangs", "demand", "cross_machine", "cross_rack", "empty", "speeds")
 
     def __init__(self, profile: ModelProfile, remaining_by_gang: dict[int, GangWork]) -> None:
         tpi = profile.time_per_iteration
@@ -67,11 +67,15 @@ class RemainingWork:
                 self.demand += gang * jobs
         self.cross_machine = profile.cross_machine
         self.cross_rack = profile.cross_rack
+        #: GPU type -> how many times faster than ``time_per_iteration`` (typed clusters)
+        self.speeds = {t: profile.time_per_iteration / s for t, s in profile.type_times}
 
     def time_on(self, shape: SetShape) -> float:
         """Seconds to finish on a GPU set of this shape (see ``estimate_time``)."""
         if self.empty:
             return 0.0
+        if shape.parts:
+            return self._typed_time(shape.parts, None)
         gpu_seconds = 0.0
         longest = 0.0
         machine_max, rack_max, count = shape.machine_max, shape.rack_max, shape.count
@@ -107,6 +111,8 @@ class RemainingWork:
             return 0.0
         if share <= 0:
             return math.inf
+        if cluster.parts:
+            return self._typed_time(cluster.parts, share)
         gpu_seconds = 0.0
         longest = 0.0
         for gang, seconds, most in self.gangs:
@@ -123,6 +129,55 @@ class RemainingWork:
         if gpu_seconds == 0.0:
             return 0.0
         return max(gpu_seconds / min(share, self.demand), longest)
+
+    def _factor(self, gang: int, shape: SetShape) -> float:
+        if gang <= shape.machine_max:
+            return 1.0
+        if gang <= shape.rack_max:
+            return self.cross_machine
+        if gang <= shape.count:
+            return self.cross_rack
+        return 0.0
+
+    def _typed_time(self, parts: tuple[tuple[str, SetShape], ...], share: float | None) -> float:
+        """``time_on`` (``share`` None) or ``time_on_share`` on a typed set.
+
+        Each gang runs inside one type, the one where it runs fastest (type speed times
+        placement factor); the work is spread over the app's usable GPUs weighted by
+        speed: its fastest ``demand`` GPUs of the set, or, for a time share, ``share``
+        GPUs of the set's mean speed. The same list-schedule bound as the untyped
+        estimate, in GPU-seconds of the reference type."""
+        speeds = self.speeds
+        gpu_seconds = 0.0
+        longest = 0.0
+        for gang, seconds, most in self.gangs:
+            best = 0.0
+            best_factor = 0.0
+            for gpu_type, part in parts:
+                factor = self._factor(gang, part)
+                effective = speeds[gpu_type] * factor
+                if effective > best:
+                    best, best_factor = effective, factor
+            if best == 0.0:
+                return math.inf
+            gpu_seconds += seconds / best_factor
+            longest = max(longest, most / (gang * best))
+        if gpu_seconds == 0.0:
+            return 0.0
+        if share is None:
+            capacity = 0.0
+            left = self.demand
+            for gpu_type, part in sorted(parts, key=lambda p: -speeds[p[0]]):
+                used = min(part.count, left)
+                capacity += used * speeds[gpu_type]
+                left -= used
+                if not left:
+                    break
+        else:
+            total = sum(part.count for _, part in parts)
+            mean = sum(part.count * speeds[t] for t, part in parts) / total
+            capacity = min(share, self.demand) * mean
+        return max(gpu_seconds / capacity, longest)
 
 
 def t_cluster(

@@ -1,7 +1,10 @@
-"""Cluster topology: racks contain machines, machines contain GPUs.
+"""Cluster topology: racks contain machines, machines contain GPUs, and optionally every
+machine has a GPU type (``v100``, ``k80``...).
 
 GPUs are numbered 0..n-1 so that GPU sets can be tuples of small ints everywhere in the
-hot path; human-readable names (``r0-m1-g3``) are kept for output.
+hot path; human-readable names (``r0-m1-g3``) are kept for output. A cluster is either
+untyped (every GPU alike, as in the paper) or typed throughout; a gang never mixes types
+(docs/gpu_types.md), so the type is a property of whole machines.
 """
 
 from __future__ import annotations
@@ -35,11 +38,17 @@ class Gpu:
 @dataclass(frozen=True)
 class SetShape:
     """What placement needs to know about a GPU set: its size, and the most GPUs it has
-    in any one machine and in any one rack. Throughput estimates depend only on this."""
+    in any one machine and in any one rack. Throughput estimates depend only on this.
+
+    On a typed cluster ``parts`` holds the shape of the set's GPUs of each type (in the
+    cluster's type order, types the set has only): a gang runs inside one part, at that
+    type's speed. Untyped sets have no parts, so their shapes (and every estimate made
+    from them) are exactly what they were before types existed."""
 
     count: int
     machine_max: int
     rack_max: int
+    parts: tuple[tuple[str, SetShape], ...] = ()
 
 
 EMPTY_SHAPE = SetShape(0, 0, 0)
@@ -47,7 +56,7 @@ EMPTY_SHAPE = SetShape(0, 0, 0)
 #: How many GPU sets ``Cluster.shape_of`` remembers before starting afresh.
 _SHAPE_CACHE = 1 << 16
 
-_SHAPE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*$")
+_SHAPE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*(?::\s*([A-Za-z0-9_.-]+)\s*)?$")
 
 
 class Cluster:
@@ -62,16 +71,28 @@ class Cluster:
                 raise ValueError("GPU ids must be 0..n-1 in order")
         self.machine_of: tuple[int, ...] = tuple(g.machine for g in self.gpus)
         self.rack_of: tuple[int, ...] = tuple(g.rack for g in self.gpus)
+        self.type_of: tuple[str | None, ...] = tuple(g.gpu_type for g in self.gpus)
+        #: The GPU types, in order of first appearance; empty for an untyped cluster.
+        self.types: tuple[str, ...] = tuple(dict.fromkeys(t for t in self.type_of if t))
+        self.typed = bool(self.types)
+        self._check_types()
         machines: dict[int, list[int]] = {}
         for gpu in self.gpus:
             machines.setdefault(gpu.machine, []).append(gpu.id)
         self.machine_gpus: dict[int, tuple[int, ...]] = {m: tuple(v) for m, v in machines.items()}
-        racks = Counter(g.rack for g in self.gpus)
-        self.shape = SetShape(
-            len(self.gpus),
-            max(len(v) for v in machines.values()),
-            max(racks.values()),
-        )
+        #: Each machine's GPU type (None on an untyped cluster).
+        self.machine_type: dict[int, str | None] = {
+            m: self.type_of[v[0]] for m, v in self.machine_gpus.items()
+        }
+        if self.typed:
+            self.shape = self._shape(tuple(range(len(self.gpus))))
+        else:
+            racks = Counter(g.rack for g in self.gpus)
+            self.shape = SetShape(
+                len(self.gpus),
+                max(len(v) for v in machines.values()),
+                max(racks.values()),
+            )
         # each GPU's position when the cluster is listed rack by rack, machine by machine
         order = sorted(
             range(len(self.gpus)), key=lambda g: (self.rack_of[g], self.machine_of[g], g)
@@ -82,24 +103,65 @@ class Cluster:
         self.topology_rank: tuple[int, ...] = tuple(rank)
         self._shapes: dict[tuple[int, ...], SetShape] = {}
 
+    def _check_types(self) -> None:
+        if not self.typed:
+            return
+        for gpu in self.gpus:
+            if gpu.gpu_type is None:
+                raise ThemisError(
+                    f"GPU {gpu.name} has no type while others do: type every GPU or none",
+                    field="--cluster",
+                )
+        seen: dict[int, Gpu] = {}
+        for gpu in self.gpus:
+            first = seen.setdefault(gpu.machine, gpu)
+            if first.gpu_type != gpu.gpu_type:
+                raise ThemisError(
+                    f"machine of {gpu.name} mixes GPU types {first.gpu_type} and {gpu.gpu_type}",
+                    field="--cluster",
+                )
+
     @classmethod
     def from_spec(cls, spec: str) -> Cluster:
-        """Build ``R x M x G``: R racks of M machines of G GPUs each (e.g. ``2x4x8``)."""
-        match = _SHAPE_RE.match(spec)
-        if not match:
+        """Build ``R x M x G``: R racks of M machines of G GPUs each (e.g. ``2x4x8``).
+
+        A typed cluster is a sum of typed blocks, ``RxMxG:TYPE`` joined by ``+`` (e.g.
+        ``1x4x8:v100+1x4x8:k80``): each block brings its own racks, numbered on from
+        the previous block's."""
+        blocks = spec.split("+")
+        parsed: list[tuple[int, int, int, str | None]] = []
+        for block in blocks:
+            match = _SHAPE_RE.match(block)
+            if not match:
+                raise ThemisError(
+                    f"cluster '{spec}' is not RxMxG (racks x machines per rack x GPUs per "
+                    "machine), or typed blocks RxMxG:TYPE joined by '+'",
+                    field="--cluster",
+                )
+            racks, machines, per_machine = (int(x) for x in match.groups()[:3])
+            if min(racks, machines, per_machine) < 1:
+                raise ThemisError(
+                    f"cluster '{spec}' must have at least 1 of each", field="--cluster"
+                )
+            gpu_type = match.group(4)
+            parsed.append((racks, machines, per_machine, gpu_type.lower() if gpu_type else None))
+        if len(parsed) > 1 and any(t is None for *_, t in parsed):
             raise ThemisError(
-                f"cluster '{spec}' is not RxMxG (racks x machines per rack x GPUs per machine)",
+                f"cluster '{spec}': every block of a cluster of several blocks needs a GPU "
+                "type (RxMxG:TYPE)",
                 field="--cluster",
             )
-        racks, machines, per_machine = (int(x) for x in match.groups())
-        if min(racks, machines, per_machine) < 1:
-            raise ThemisError(f"cluster '{spec}' must have at least 1 of each", field="--cluster")
         gpus: list[Gpu] = []
-        for r in range(racks):
-            for m in range(machines):
-                machine = r * machines + m
-                for g in range(per_machine):
-                    gpus.append(Gpu(len(gpus), f"r{r}-m{m}-g{g}", machine, r))
+        rack_base = machine_base = 0
+        for racks, machines, per_machine, gpu_type in parsed:
+            for r in range(racks):
+                for m in range(machines):
+                    machine = machine_base + r * machines + m
+                    rack = rack_base + r
+                    for g in range(per_machine):
+                        gpus.append(Gpu(len(gpus), f"r{rack}-m{m}-g{g}", machine, rack, gpu_type))
+            rack_base += racks
+            machine_base += racks * machines
         return cls(gpus)
 
     @property
@@ -108,7 +170,11 @@ class Cluster:
 
     def describe(self) -> str:
         racks = len(set(self.rack_of))
-        return f"{self.size} GPUs in {len(self.machine_gpus)} machines, {racks} racks"
+        text = f"{self.size} GPUs in {len(self.machine_gpus)} machines, {racks} racks"
+        if self.typed:
+            counts = Counter(self.type_of)
+            text += " (" + ", ".join(f"{counts[t]} {t}" for t in self.types) + ")"
+        return text
 
     def shape_of(self, gpus: Iterable[int]) -> SetShape:
         key = gpus if type(gpus) is tuple else tuple(gpus)
@@ -125,7 +191,29 @@ class Cluster:
             return EMPTY_SHAPE
         per_machine = Counter(map(self.machine_of.__getitem__, gpus))
         per_rack = Counter(map(self.rack_of.__getitem__, gpus))
+        if not self.typed:
+            return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()))
+        by_type: dict[str, list[int]] = {}
+        type_of = self.type_of
+        for g in gpus:
+            by_type.setdefault(type_of[g] or "", []).append(g)
+        parts = tuple(
+            (t, self._shape_untyped(tuple(by_type[t]))) for t in self.types if t in by_type
+        )
+        return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()), parts)
+
+    def _shape_untyped(self, gpus: tuple[int, ...]) -> SetShape:
+        per_machine = Counter(map(self.machine_of.__getitem__, gpus))
+        per_rack = Counter(map(self.rack_of.__getitem__, gpus))
         return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()))
+
+    def gang_type(self, gpus: Iterable[int]) -> str | None:
+        """The GPU type a gang runs on (None on an untyped cluster); a gang that mixes
+        types is a bug of whoever chose it."""
+        types = {self.type_of[g] for g in gpus}
+        if len(types) != 1:
+            raise AssertionError(f"a gang mixes GPU types {sorted(map(str, types))}")
+        return types.pop()
 
     def span(self, gpus: Iterable[int]) -> Span:
         gpus = tuple(gpus)

@@ -48,11 +48,46 @@ class Packer:
         self.size -= len(gpus)
         return True
 
-    def peek(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
-        """The GPUs ``take`` would return, without removing them."""
+    def peek(
+        self,
+        gang: int,
+        machine_order: Sequence[int] | None = None,
+        gpu_type: str | None = None,
+    ) -> tuple[int, ...] | None:
+        """The GPUs ``take`` would return, without removing them.
+
+        On a typed cluster the gang stays inside one GPU type: ``gpu_type`` when given,
+        else the type where it gets the best span (then the tightest fit, then the first
+        machine): a type-blind choice, which is what the baselines make."""
         if gang <= 0 or self.size < gang:
             return None
-        by_machine = self.by_machine
+        if not self.cluster.typed:
+            return self._peek_in(self.by_machine, gang, machine_order)
+        machine_type = self.cluster.machine_type
+        best: tuple[int, ...] | None = None
+        best_key: tuple[int, int, int] | None = None
+        for t in self.cluster.types if gpu_type is None else (gpu_type,):
+            subset = {m: free for m, free in self.by_machine.items() if machine_type[m] == t}
+            if sum(len(free) for free in subset.values()) < gang:
+                continue
+            gpus = self._peek_in(subset, gang, machine_order)
+            if gpus is None:
+                continue
+            machines = {self.cluster.machine_of[g] for g in gpus}
+            first = min(machines)
+            fit = len(subset[first]) if len(machines) == 1 else 0
+            key = (int(self.cluster.span(gpus)), fit, first)
+            if best_key is None or key < best_key:
+                best, best_key = gpus, key
+        return best
+
+    def _peek_in(
+        self,
+        by_machine: dict[int, list[int]],
+        gang: int,
+        machine_order: Sequence[int] | None,
+    ) -> tuple[int, ...] | None:
+        """``peek`` within ``by_machine``, which holds at least ``gang`` free GPUs."""
         rank = {m: i for i, m in enumerate(machine_order)} if machine_order is not None else None
 
         def tie(m: int) -> int:
@@ -88,13 +123,18 @@ class Packer:
                     return tuple(sorted(picked))
         raise AssertionError("unreachable: enough GPUs were counted")
 
-    def take(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
+    def take(
+        self,
+        gang: int,
+        machine_order: Sequence[int] | None = None,
+        gpu_type: str | None = None,
+    ) -> tuple[int, ...] | None:
         """Remove and return ``gang`` GPUs on the best span, or None if too few are left.
 
         ``machine_order`` breaks ties between equally good machines (the first listed
-        wins); by default the lower machine id wins.
+        wins); by default the lower machine id wins. ``gpu_type``: see ``peek``.
         """
-        gpus = self.peek(gang, machine_order)
+        gpus = self.peek(gang, machine_order, gpu_type)
         if gpus is not None:
             for g in gpus:
                 self.by_machine[self.cluster.machine_of[g]].remove(g)
@@ -124,7 +164,14 @@ class OrderedPacker(Packer):
             self._rank = {g: i for i, g in enumerate(self.preference)}
         return self._rank
 
-    def take(self, gang: int, machine_order: Sequence[int] | None = None) -> tuple[int, ...] | None:
+    def take(
+        self,
+        gang: int,
+        machine_order: Sequence[int] | None = None,
+        gpu_type: str | None = None,
+    ) -> tuple[int, ...] | None:
+        if gpu_type is not None:
+            return super().take(gang, machine_order, gpu_type)
         if gang <= 0 or self.size < gang:
             return None
         machine_of = self.cluster.machine_of

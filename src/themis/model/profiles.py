@@ -18,6 +18,24 @@ class ModelProfile:
     time_per_iteration: float
     cross_machine: float
     cross_rack: float
+    #: (GPU type, seconds per iteration on one GPU of it), for typed clusters; see
+    #: ``model/gpu_types.py``. ``time_per_iteration`` stays the unit work is counted in.
+    type_times: tuple[tuple[str, float], ...] = ()
+
+    def time_on(self, gpu_type: str | None) -> float:
+        """Seconds per iteration on one GPU of ``gpu_type`` (None: an untyped GPU)."""
+        if gpu_type is None:
+            return self.time_per_iteration
+        for name, seconds in self.type_times:
+            if name == gpu_type:
+                return seconds
+        raise ThemisError(f"model '{self.name}' has no time per iteration on GPU type '{gpu_type}'")
+
+    def type_speed(self, gpu_type: str | None) -> float:
+        """How many times faster than ``time_per_iteration`` one GPU of this type runs."""
+        if gpu_type is None:
+            return 1.0
+        return self.time_per_iteration / self.time_on(gpu_type)
 
     def factor(self, span: Span) -> float:
         if span is Span.MACHINE:
@@ -37,9 +55,11 @@ class ModelProfile:
             return self.cross_rack
         return 0.0
 
-    def speed(self, gpus: int, span: Span) -> float:
-        """Iterations per second of a job holding ``gpus`` GPUs of this span."""
-        return gpus * self.factor(span) / self.time_per_iteration
+    def speed(self, gpus: int, span: Span, gpu_type: str | None = None) -> float:
+        """Iterations per second of a job holding ``gpus`` GPUs of this span (and type)."""
+        if gpu_type is None:
+            return gpus * self.factor(span) / self.time_per_iteration
+        return gpus * self.factor(span) / self.time_on(gpu_type)
 
 
 _FIELDS = ("time_per_iteration", "cross_machine", "cross_rack")
@@ -82,5 +102,7 @@ def load_profiles(path: str | Path | None = None) -> dict[str, ModelProfile]:
                     source=source,
                     field=f"{name}.{key}",
                 )
-        profiles[name] = ModelProfile(name, **values)
+        profiles[name] = ModelProfile(
+            name, values["time_per_iteration"], values["cross_machine"], values["cross_rack"]
+        )
     return profiles

@@ -160,6 +160,11 @@ def assign(
         for job in group:
             if job in placed or job not in allocation:
                 continue
+            if cluster.typed:
+                typed = _one_type(cluster, servers, taken, gang)
+                if typed is not None:
+                    placed[job] = typed
+                continue  # chosen by count: no one type may hold it this round
             gpus: list[int] = []
             while len(gpus) < gang and pointer < len(servers):
                 if not servers[pointer]:
@@ -173,3 +178,28 @@ def assign(
                 raise AssertionError("chosen jobs fit the cluster by count")
             placed[job] = tuple(sorted(gpus))
     return placed
+
+
+def _one_type(
+    cluster: Cluster, servers: list[list[int]], taken: set[int], gang: int
+) -> tuple[int, ...] | None:
+    """Gavel's server-by-server walk kept inside one GPU type on a typed cluster: the
+    first type, in topology order, with ``gang`` untaken GPUs. (Gavel proper places each
+    job on the type its allocation chose; this is the type-blind walk.)"""
+    for gpu_type in cluster.types:
+        free = [
+            g
+            for gpus in servers
+            if gpus and cluster.type_of[gpus[0]] == gpu_type
+            for g in gpus
+            if g not in taken
+        ]
+        if len(free) >= gang:
+            chosen = free[:gang]
+            for gpus in servers:
+                for g in chosen:
+                    if g in gpus:
+                        gpus.remove(g)
+            taken.update(chosen)
+            return tuple(sorted(chosen))
+    return None

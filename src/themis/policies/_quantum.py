@@ -119,6 +119,8 @@ def place(rnd: Round, chosen: Iterable[JobState], relocate: Relocate | None = No
     for job in sorted(starting, key=lambda j: -j.gang):  # stable: the policy's order on ties
         gpus = pool.take(job.gang)
         if gpus is None:
+            if view.cluster.typed:
+                continue  # chosen by count, type-blind: no one type holds it this round
             raise AssertionError(f"chose more gangs than GPUs: {job.job_id} does not fit")
         schedule[job] = Assignment(gpus, rnd.until)
     return schedule

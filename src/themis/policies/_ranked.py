@@ -119,6 +119,8 @@ class RankedPolicy(Policy):
         for job in sorted((j for j in chosen if j not in kept), key=lambda j: -j.gang):
             gpus = pool.take(job.gang)
             if gpus is None:
+                if cluster.typed:
+                    continue  # chosen by count, type-blind: no one type holds it this round
                 raise AssertionError("unreachable: gangs were chosen by count")
             schedule[job] = Assignment(gpus, until)
         return schedule

@@ -148,6 +148,8 @@ def _place(
     for job in sorted(new, key=lambda j: -j.gang):  # stable: ties keep the pick order
         gpus = packer.take(job.gang)
         if gpus is None:
+            if cluster.typed:
+                continue  # chosen by count, type-blind: no one type holds it this round
             raise AssertionError("chosen jobs must fit the pool by count")
         placed[job] = gpus
     return placed

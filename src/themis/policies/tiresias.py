@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from themis.errors import ThemisError
+from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies._quantum import quantum_end
 from themis.policies._ranked import attained_at, submission_index
@@ -169,8 +170,8 @@ class TiresiasPolicy(Policy):
             if not free and not below:  # no job of this queue or any lower one can start
                 break
             stand[job] = self.standing(job, now)
-            if job.gang <= len(free):
-                gpus[job] = _take(free, job.gang)
+            if job.gang <= len(free) and (taken := _take(free, job.gang, cluster=view.cluster)):
+                gpus[job] = taken
                 still_waiting[q] -= 1
             elif job.gang <= len(free) + below:
                 if victims is None:
@@ -185,7 +186,11 @@ class TiresiasPolicy(Policy):
                     held[stand[victim][1]] -= victim.gang
                     still_waiting[stand[victim][1]] += 1
                     preempted.append(victim)
-                gpus[job] = _take(free, job.gang)
+                taken = _take(free, job.gang, cluster=view.cluster)
+                if taken is None:  # typed cluster: freed by count, but no one type holds it
+                    passed.append(job)
+                    continue
+                gpus[job] = taken
                 still_waiting[q] -= 1
             else:
                 passed.append(job)
@@ -198,8 +203,10 @@ class TiresiasPolicy(Policy):
         for job in left:
             if job.gang <= len(free) and job not in gpus:
                 own = job.gpus if job.gpus and set(job.gpus) <= set(free) else None
-                gpus[job] = _take(free, job.gang, own)
-                still_waiting[stand[job][1]] -= 1
+                taken = _take(free, job.gang, own, view.cluster)
+                if taken is not None:
+                    gpus[job] = taken
+                    still_waiting[stand[job][1]] -= 1
 
         for job in gpus:
             self._marks.setdefault(job, (now, 0.0))  # first start
@@ -400,9 +407,32 @@ def _with_position(entries: list[_Entry], pos: int) -> Iterator[tuple[float, int
         yield at, pos, k, job
 
 
-def _take(free: list[int], gang: int, own: tuple[int, ...] | None = None) -> tuple[int, ...]:
-    """Remove ``gang`` GPUs from the sorted free list: ``own`` if given, else the lowest."""
-    taken = own if own is not None else tuple(free[:gang])
+def _take(
+    free: list[int],
+    gang: int,
+    own: tuple[int, ...] | None = None,
+    cluster: Cluster | None = None,
+) -> tuple[int, ...] | None:
+    """Remove ``gang`` GPUs from the sorted free list: ``own`` if given, else the lowest.
+
+    On a typed cluster a gang never mixes types: the lowest ``gang`` free GPUs of one type
+    (the type whose ``gang``-th free GPU comes first: type-blind); None if no type has that many."""
+    if own is not None:
+        taken: tuple[int, ...] = own
+    elif cluster is None or not cluster.typed:
+        taken = tuple(free[:gang])
+    else:
+        by_type: dict[str | None, list[int]] = {}
+        found = None
+        for g in free:
+            same = by_type.setdefault(cluster.type_of[g], [])
+            same.append(g)
+            if len(same) == gang:
+                found = tuple(same)
+                break
+        if found is None:
+            return None
+        taken = found
     for g in taken:
         free.remove(g)
     return taken

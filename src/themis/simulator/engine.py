@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from themis.errors import ThemisError
 from themis.fairness.ftf import ActiveApps, t_cluster
 from themis.model.cluster import Cluster
+from themis.model.gpu_types import with_type_times
 from themis.model.knowledge import check_estimate_error, declared
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
@@ -131,7 +132,7 @@ class Simulator:
         for app_id, _ in conditions.misreport:
             if app_id not in known:
                 raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
-        self.workload = workload
+        self.workload = with_type_times(workload, cluster)
         self.cluster = cluster
         self.policy = policy
         self.batch_window = batch_window
@@ -359,7 +360,9 @@ class Simulator:
                 self._push(grant.until, GrantEnd())
 
     def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
-        rate = job.app.profile.speed(len(gpus), self.cluster.span(gpus))
+        cluster = self.cluster
+        gpu_type = cluster.gang_type(gpus) if cluster.typed else None
+        rate = job.app.profile.speed(len(gpus), cluster.span(gpus), gpu_type)
         job.start(tuple(sorted(gpus)), rate, now, self.restart_cost)
         token = next(self._token)
         self.tokens[id(job)] = token
@@ -409,13 +412,21 @@ def check_fits(workload: Workload, cluster: Cluster) -> None:
     names the trace format's own field for the GPU count."""
     fmt = workload.notes.get("format")
     gang_name = gang_field(fmt if isinstance(fmt, str) else None)
+    with_type_times(workload, cluster)  # every model has a speed on every GPU type
+    # A gang never mixes GPU types: it must fit in the largest type's GPUs.
+    largest = max((part.count for _, part in cluster.shape.parts), default=cluster.size)
     for app in workload.apps:
         if app.model not in workload.profiles:
             raise ThemisError(f"unknown model '{app.model}'", source=workload.source, field="model")
         for job in app.jobs:
-            if job.gang > cluster.size:
+            if job.gang > largest:
+                where = (
+                    f"the cluster has {cluster.size}"
+                    if not cluster.typed
+                    else f"a gang never mixes GPU types and the largest type has {largest}"
+                )
                 raise ThemisError(
-                    f"job {job.job_id} needs {job.gang} GPUs but the cluster has {cluster.size}",
+                    f"job {job.job_id} needs {job.gang} GPUs but {where}",
                     source=workload.source,
                     line=job.line,
                     field=gang_name,
