@@ -107,3 +107,80 @@ def simulated_rho(store: Store, service: ArbiterService) -> dict[str, float]:
         batch_window=options.batch_window,
     )
     return {row.app_id: row.rho for row in app_rows(result)}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RayHead:
+    """A ``ray start --head`` on loopback with its own temp dir, as an operator runs one.
+
+    Stopped by pid, never with ``ray stop`` (which kills every Ray process of the machine
+    by name, other users' and other tests' included): every process whose command line
+    names this head's temp dir is killed (GCS, raylet, workers, monitors)."""
+
+    def __init__(self, root: Path, gpus: int, port: int | None = None) -> None:
+        self.root = Path(root)
+        self.gpus = gpus
+        self.port = port or free_port()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("THEMIS_")}
+        env.update(
+            RAY_TMPDIR=str(self.root),
+            RAY_AUTH_MODE="disabled",
+            RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+        )
+        return env
+
+    def start(self) -> None:
+        import subprocess
+        import sys
+
+        ray = str(Path(sys.executable).parent / "ray")
+        args = [
+            ray, "start", "--head", f"--port={self.port}", "--node-ip-address=127.0.0.1",
+            f"--num-gpus={self.gpus}", "--num-cpus=1", f"--temp-dir={self.root / 'ray'}",
+            "--include-dashboard=false", f"--dashboard-port={free_port()}",
+            "--disable-usage-stats",
+        ]  # fmt: skip
+        out = subprocess.run(args, env=self.env(), capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+    def pids(self) -> list[int]:
+        mine = str(self.root)
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if mine in cmdline:
+                found.append(int(entry.name))
+        return found
+
+    def stop(self) -> None:
+        import signal
+
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+        raise AssertionError(f"Ray processes of {self.root} survive: {self.pids()}")
