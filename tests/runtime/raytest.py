@@ -3,6 +3,7 @@ the arbiter service tick by tick, read results back from the store."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -178,9 +179,7 @@ class RayHead:
             if not pids:
                 return
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             time.sleep(0.2)
         raise AssertionError(f"Ray processes of {self.root} survive: {self.pids()}")

@@ -289,15 +289,25 @@ def _serve_locked(
 
     tokens = OperatorTokens.load_or_create(state_dir)
     api_server.forget_private_env()
+    from themis.runtime.ray_driver import RayDriver
+
     gpus, machines, racks, ray_host = local_shape
     local = None
     if address is None:
-        local = ray_cluster.start_local(gpus, machines, racks, ray_host)
+        # serve itself is never a Ray driver: the driver runs in a child process that
+        # may die with Ray while serve goes on (ray_driver.py, docs/runtime.md).
+        local = ray_cluster.start_local(gpus, machines, racks, ray_host, connect=False)
+        address = local.address
         where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
     else:
-        ray_cluster.connect(address)
         where = f"Ray cluster {address}"
-    import ray
+    try:
+        driver = RayDriver(address, options.grace)
+        driver.wait_connected(timeout=180)
+    except BaseException:
+        if local is not None:
+            local.shutdown()
+        raise
 
     stopping = {"flag": False}
 
@@ -314,7 +324,8 @@ def _serve_locked(
             store,
             Path(storage or state_dir / "checkpoints").resolve(),
             options,
-            ray.nodes,
+            driver.nodes,
+            launcher=driver,
             metrics=metrics,
             commands=commands,
         )
@@ -339,10 +350,9 @@ def _serve_locked(
     finally:
         if api is not None:
             api.stop()
+        driver.close()
         if local is not None:
             local.shutdown()
-        else:
-            ray.shutdown()
 
 
 @click.command(short_help="Submit an app (app.yaml).")
@@ -409,10 +419,13 @@ def status(server: str, token: str | None) -> None:
 
 def _liveness_line(server: str, a: dict[str, Any]) -> str:
     up = time.time() - a["started"]
+    down = a.get("ray_down_since")
+    down_for = "" if down is None else f" for {time.time() - down:.0f}s"
     what = {
         "alive": "alive",
         "stalled": "STALLED (its scheduling loop stopped ticking)",
-        "ray-unreachable": f"RAY UNREACHABLE ({a['ray_error']})",
+        "ray-unreachable": f"RAY UNREACHABLE{down_for} ({a['ray_error']}; leases lost, "
+        "trials resume when Ray is back)",
     }[a["state"]]
     return (
         f"arbiter {what} at {server}: last tick {a['age']:.1f}s ago, up {up / 60:.0f} min, "

@@ -129,6 +129,8 @@ class ArbiterService(
         self.started_wall = time.time()
         self.heartbeat = time.time()
         self.ray_error: str | None = None
+        self.ray_down_since: float | None = None
+        self.metrics.ray_up.set(1)
         self._job_tokens: dict[str, str] = {}
         self._now = 0.0
         self._last_inventory = time.time()

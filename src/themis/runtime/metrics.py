@@ -12,7 +12,9 @@ One registry per arbiter (not the process-global one, so tests can run several):
 - ``themis_queue_apps``: apps submitted and not admitted yet; ``themis_waiting_trials``:
   trials of active apps that want GPUs and hold none;
 - ``themis_round_seconds``: how long one scheduling round takes (histogram);
-- ``themis_arbiter_heartbeat_seconds``: wall clock of the scheduling loop's last tick.
+- ``themis_arbiter_heartbeat_seconds``: wall clock of the scheduling loop's last tick;
+- ``themis_ray_up``: 1 while the arbiter reaches Ray, 0 while Ray is unreachable (the
+  arbiter goes on without GPUs); ``themis_ray_lost_total``: times Ray was lost.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class ArbiterMetrics:
         self.heartbeat = Gauge(
             "themis_arbiter_heartbeat_seconds", "Wall clock of the last tick", registry=r
         )
+
+        self.ray_up = Gauge("themis_ray_up", "1 while the arbiter reaches Ray, else 0", registry=r)
+        self.ray_lost = Counter("themis_ray_lost", "Times Ray became unreachable", registry=r)
 
     def forget_app(self, app_id: str) -> None:
         """An ended app's series go away (its last values are in the status table)."""

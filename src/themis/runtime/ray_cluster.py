@@ -98,11 +98,14 @@ def start_local(
     host: str = LOOPBACK,
     temp_root: str | None = None,
     head_gpus: bool = True,
+    connect: bool = True,
 ) -> LocalCluster:
     """Start ``machines`` Ray nodes sharing ``gpus`` logical GPUs and connect to them.
 
     With ``head_gpus`` the head node is machine 0; without, the head has no GPU and every
     machine is a worker node (so any of them can be removed to simulate a failure).
+    Without ``connect`` this process does not join as a driver (``serve`` drives Ray
+    from a child process: ``ray_driver``).
     """
     if machines < 1 or gpus < machines or gpus % machines:
         raise ThemisError(
@@ -132,7 +135,8 @@ def start_local(
     try:
         for k in range(1 if head_gpus else 0, machines):
             local.add_machine(per, f"r{k * racks // machines}")
-        ray.init(address=local.address, logging_level=logging.ERROR, log_to_driver=False)
+        if connect:
+            ray.init(address=local.address, logging_level=logging.ERROR, log_to_driver=False)
     except BaseException:
         handle.shutdown()
         raise

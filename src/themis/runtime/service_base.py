@@ -42,6 +42,7 @@ class ServiceBase:
     started_wall: float
     heartbeat: float
     ray_error: str | None
+    ray_down_since: float | None
     _job_tokens: dict[str, str]
     _now: float
     _last_inventory: float

@@ -1,31 +1,64 @@
-"""Ray nodes coming and going: GPUs remapped, jobs on lost nodes stopped and killed, and
-Ray itself unreachable said in status instead of ending the arbiter."""
+"""Ray nodes coming and going: GPUs remapped, jobs on lost nodes stopped and killed; and
+Ray itself unreachable: the arbiter goes on (API, status, the store) with a cluster of no
+GPU, its leases lost, until Ray answers again."""
 
 from __future__ import annotations
 
 import time
 
-from themis.runtime.cluster import read_inventory
+from themis.runtime.cluster import Inventory, read_inventory
 from themis.runtime.service_base import ServiceBase
+
+#: The inventory while Ray is unreachable: no GPU to hand out.
+NO_CLUSTER = Inventory(None, (), ())
 
 
 class InventoryTracking(ServiceBase):
     """The GPU inventory from Ray (mixin of ``ArbiterService``)."""
 
     def _refresh_inventory(self, now: float) -> bool:
-        if time.time() - self._last_inventory < self.options.inventory_every:
+        # A launcher that knows when Ray is lost (ray_driver.RayDriver) is asked every
+        # tick, so the cluster empties at once rather than at the next periodic read.
+        down = bool(getattr(self.jobs.launcher, "ray_down", False))
+        due = time.time() - self._last_inventory >= self.options.inventory_every
+        if not due and down == (self.ray_error is not None):
             return False
         self._last_inventory = time.time()
         try:
             nodes = self.nodes()
         except Exception as exc:  # Ray unreachable: keep going, say so in status
-            if self.ray_error is None:
-                for app_id in self.apps:
-                    self.store.log(now, app_id, None, f"Ray unreachable: {exc}")
-            self.ray_error = f"{type(exc).__name__}: {exc}"[:300]
-            return False
-        self.ray_error = None
-        fresh = read_inventory(nodes)
+            return self._ray_lost(now, exc)
+        if self.ray_error is not None:
+            self.metrics.ray_up.set(1)
+            down_for = time.time() - (self.ray_down_since or time.time())
+            for app_id in self.apps:
+                self.store.log(now, app_id, None, f"Ray is back after {down_for:.0f}s")
+            self.ray_error = None
+            self.ray_down_since = None
+        return self._apply_inventory(read_inventory(nodes), now, "node lost")
+
+    def _ray_lost(self, now: float, exc: Exception) -> bool:
+        """Ray does not answer: no GPU until it does. Jobs cannot outlive the driver that
+        owns them, so their leases are lost; their trials resume from their checkpoints
+        once Ray is back."""
+        error = str(exc) or type(exc).__name__
+        error = error.strip().splitlines()[0][:300] if error.strip() else type(exc).__name__
+        if self.ray_error is None:
+            self.ray_down_since = time.time()
+            self.metrics.ray_up.set(0)
+            self.metrics.ray_lost.inc()
+            for app_id in self.apps:
+                self.store.log(
+                    now,
+                    app_id,
+                    None,
+                    f"Ray unreachable ({error}): leases lost; trials resume from their "
+                    "checkpoints when Ray is back",
+                )
+        self.ray_error = error
+        return self._apply_inventory(NO_CLUSTER, now, "Ray unreachable")
+
+    def _apply_inventory(self, fresh: Inventory, now: float, why: str) -> bool:
         if fresh.slots == self.inventory.slots:
             return False
         old = self.inventory
@@ -38,7 +71,7 @@ class InventoryTracking(ServiceBase):
                     continue
                 key = (app.app_id, job.job_id)
                 rj = self.jobs.running.get(key)
-                self._stop_job(job, now, "waiting", "node lost")
+                self._stop_job(job, now, "waiting", why)
                 if rj is not None:
                     self.jobs.kill(rj)
         for rj in list(self.jobs.draining.values()):

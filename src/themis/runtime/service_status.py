@@ -24,6 +24,14 @@ class StatusReporting(ServiceBase):
             note = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
             self.store.update_app(app_id, note=note)
         if cluster is None:
+            if self.ray_error is not None:
+                since = time.strftime("%H:%M:%S", time.localtime(self.ray_down_since))
+                note = f"Ray unreachable since {since}: waiting for Ray (leases lost)"
+            else:
+                note = "waiting for the cluster's first GPU"
+            for app in self.active:
+                self.store.update_app(app.app_id, gpus=0, note=note)
+                self.metrics.gpus.labels(app.app_id).set(0)
             return
         self._now = now
         waiting = 0
@@ -64,5 +72,6 @@ class StatusReporting(ServiceBase):
             "gpus": 0 if cluster is None else cluster.size,
             "machines": len(self.inventory.nodes),
             "ray_error": self.ray_error,
+            "ray_down_since": self.ray_down_since,
             "tick": self.options.tick,
         }
