@@ -213,8 +213,12 @@ def test_job_ignoring_its_lease_is_killed_after_the_grace_period(cluster, tmp_pa
     service.shutdown()
 
 
+def gang_env(tmp: Path, world: int) -> list[dict]:
+    return [json.loads((tmp / f"rank{k}.json").read_text()) for k in range(world)]
+
+
 @pytest.mark.timeout(60)
-def test_gang_spanning_machines_runs_a_rank_per_node_with_the_rendezvous_env(cluster, tmp_path):
+def test_gang_spanning_machines_runs_a_rank_per_gpu_with_the_rendezvous_env(cluster, tmp_path):
     store = Store(tmp_path / "state", init=True)
     service = make_service(store, tmp_path)
     space = {"quality": [1.0], "step_time": [0.1], "env_dir": [str(tmp_path)]}
@@ -224,16 +228,72 @@ def test_gang_spanning_machines_runs_a_rank_per_node_with_the_rendezvous_env(clu
     )  # fmt: skip
     submit(service, path)
     drive(service, lambda: app_state(store, "g") == "finished", 40)
-    ((gpus, gang),) = lineage(tmp_path, "g", "t000")["leases"]
-    # 3 GPUs over two 2-GPU machines: 2 on one node (rank 0) + 1 on the other (rank 1).
+    ((gpus, gang),) = lineage(tmp_path, "g", "t000")["leases"]  # rank 0's
+    # 3 GPUs over two 2-GPU machines: 2 on one node (ranks 0, 1) + 1 on the other (2).
     assert sorted(count for _, count in gang) == [1, 2] and gang[0][1] == 2
     assert len({node for node, _ in gang}) == 2
-    assert len(gpus) == 2 and len(set(gpus)) == 2  # CUDA_VISIBLE_DEVICES of its node
-    env = [json.loads((tmp_path / f"rank{k}.json").read_text()) for k in (0, 1)]
-    assert [e["RANK"] for e in env] == ["0", "1"] and [e["rank"] for e in env] == [0, 1]
-    assert {e["WORLD_SIZE"] for e in env} == {"2"} and {e["LOCAL_RANK"] for e in env} == {"0"}
-    assert env[0]["MASTER_ADDR"] == env[1]["MASTER_ADDR"] == "127.0.0.1"
-    assert env[0]["MASTER_PORT"] == env[1]["MASTER_PORT"] and int(env[0]["MASTER_PORT"]) > 0
+    assert len(gpus) == 1  # one GPU per process: its CUDA_VISIBLE_DEVICES
+    env = gang_env(tmp_path, 3)
+    assert [e["RANK"] for e in env] == ["0", "1", "2"] and [e["rank"] for e in env] == [0, 1, 2]
+    assert {e["WORLD_SIZE"] for e in env} == {"3"}
+    assert [e["node"] for e in env] == [gang[0][0], gang[0][0], gang[1][0]]
+    assert [e["LOCAL_RANK"] for e in env] == ["0", "1", "0"]
+    assert [e["LOCAL_WORLD_SIZE"] for e in env] == ["2", "2", "1"]
+    assert [e["local_rank"] for e in env] == [0, 1, 0]
+    assert [e["local_world_size"] for e in env] == [2, 2, 1]
+    # The two ranks on one node are two processes with a GPU each, not the same one.
+    assert env[0]["pid"] != env[1]["pid"]
+    assert env[0]["CUDA_VISIBLE_DEVICES"] != env[1]["CUDA_VISIBLE_DEVICES"]
+    assert all(len(e["CUDA_VISIBLE_DEVICES"].split(",")) == 1 for e in env)
+    assert len({e["MASTER_ADDR"] for e in env}) == 1 and env[0]["MASTER_ADDR"] == "127.0.0.1"
+    assert len({e["MASTER_PORT"] for e in env}) == 1 and int(env[0]["MASTER_PORT"]) > 0
+    service.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_gang_on_one_machine_gets_distinct_local_ranks(cluster, tmp_path):
+    store = Store(tmp_path / "state", init=True)
+    service = make_service(store, tmp_path)
+    space = {"quality": [1.0], "step_time": [0.1], "env_dir": [str(tmp_path)]}
+    path = app_yaml(
+        tmp_path, "one", trials=1, steps=10, gpus_per_trial=2, search_space=space,
+        entrypoint="trainers:ranks",
+    )  # fmt: skip
+    submit(service, path)
+    drive(service, lambda: app_state(store, "one") == "finished", 40)
+    ((_, gang),) = lineage(tmp_path, "one", "t000")["leases"]
+    assert len(gang) == 1 and gang[0][1] == 2  # packed on one machine
+    env = gang_env(tmp_path, 2)
+    assert [e["RANK"] for e in env] == ["0", "1"] and {e["WORLD_SIZE"] for e in env} == {"2"}
+    assert [e["LOCAL_RANK"] for e in env] == ["0", "1"]
+    assert [e["LOCAL_WORLD_SIZE"] for e in env] == ["2", "2"]
+    assert env[0]["node"] == env[1]["node"] == gang[0][0]
+    assert env[0]["pid"] != env[1]["pid"]
+    assert env[0]["CUDA_VISIBLE_DEVICES"] != env[1]["CUDA_VISIBLE_DEVICES"]
+    assert store.app("one").state == "finished"
+    service.shutdown()
+
+
+@pytest.mark.timeout(60)
+def test_ranks_node_runs_one_process_per_machine(cluster, tmp_path):
+    """``ranks: node``: one process per machine, driving that machine's GPUs of the gang."""
+    store = Store(tmp_path / "state", init=True)
+    service = make_service(store, tmp_path)
+    space = {"quality": [1.0], "step_time": [0.1], "env_dir": [str(tmp_path)]}
+    path = app_yaml(
+        tmp_path, "pn", trials=1, steps=10, gpus_per_trial=3, search_space=space,
+        entrypoint="trainers:ranks", ranks="node",
+    )  # fmt: skip
+    submit(service, path)
+    drive(service, lambda: app_state(store, "pn") == "finished", 40)
+    ((gpus, gang),) = lineage(tmp_path, "pn", "t000")["leases"]
+    assert sorted(count for _, count in gang) == [1, 2] and len(gpus) == 2
+    env = gang_env(tmp_path, 2)
+    assert not (tmp_path / "rank2.json").exists()
+    assert [e["RANK"] for e in env] == ["0", "1"] and {e["WORLD_SIZE"] for e in env} == {"2"}
+    assert [e["LOCAL_RANK"] for e in env] == ["0", "0"]
+    assert [e["LOCAL_WORLD_SIZE"] for e in env] == ["1", "1"]
+    assert len(env[0]["CUDA_VISIBLE_DEVICES"].split(",")) == 2
     service.shutdown()
 
 

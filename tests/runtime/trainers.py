@@ -49,12 +49,22 @@ def broken(trial: themis.Trial) -> None:
 
 
 def ranks(trial: themis.Trial) -> None:
-    """``paced``, after writing this rank's rendezvous variables where the test reads them."""
+    """``paced``, after writing this rank's rendezvous variables, node and GPUs where the
+    test reads them."""
     import json
 
-    names = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
+    import ray
+
+    names = (
+        "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+        "CUDA_VISIBLE_DEVICES",
+    )  # fmt: skip
     env = {name: os.environ.get(name) for name in names}
     env["rank"] = trial.rank
+    env["local_rank"] = getattr(trial, "local_rank", None)
+    env["local_world_size"] = getattr(trial, "local_world_size", None)
+    env["node"] = ray.get_runtime_context().get_node_id()
+    env["pid"] = os.getpid()
     path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")
     with open(path, "w") as f:
         json.dump(env, f)
