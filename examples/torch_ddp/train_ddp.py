@@ -1,7 +1,7 @@
 """DistributedDataParallel across the machines of a Themis gang (gloo backend).
 
-The runtime starts one rank per machine of the gang with ``MASTER_ADDR``,
-``MASTER_PORT``, ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` set, so
+The runtime starts one rank per GPU of the gang with ``MASTER_ADDR``, ``MASTER_PORT``,
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` set, so
 ``init_process_group(init_method="env://")`` just works. Every rank restores the same
 checkpoint (rank 0 alone writes them) and draws its own batches; DDP averages the
 gradients. ``agree`` makes the lease's stop collective: a rank that sees the stop first

@@ -64,7 +64,12 @@ def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
     from themis.runtime.appfile import AppFile
 
     app = load_app_file(write(tmp_path, GOOD))
+    assert app.ranks == "gpu"  # one process per GPU unless the file says otherwise
     assert AppFile.from_dict(app.to_dict()) == app
+    per_node = load_app_file(write(tmp_path, GOOD + "ranks: node\n"))
+    assert per_node.ranks == "node" and AppFile.from_dict(per_node.to_dict()) == per_node
+    stored_before = {k: v for k, v in app.to_dict().items() if k != "ranks"}
+    assert AppFile.from_dict(stored_before).ranks == "gpu"
 
 
 @pytest.mark.parametrize(
@@ -84,6 +89,7 @@ def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
         (("loguniform: [0.0001, 0.01]", "lognormal: [1, 2]"), "search_space.wd", "unknown"),
         (("loguniform: [0.0001, 0.01]", "uniform: [2, 1]"), "search_space.wd", "low < high"),
         (("gpus_per_trial: 2", "gpus_per_trial: 2\ncolour: red"), "colour", "unknown field"),
+        (("gpus_per_trial: 2", "gpus_per_trial: 2\nranks: machine"), "ranks", "gpu, node"),
     ],
 )
 def test_malformed_field_is_named(tmp_path: Path, change, field, fragment) -> None:

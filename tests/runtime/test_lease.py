@@ -99,3 +99,24 @@ def test_lease_is_exported_lazily() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
     assert themis.lease.__module__ == "themis.runtime.lease"
+
+
+def test_a_gang_is_one_rank_per_gpu_with_local_ranks_per_node(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from themis.runtime.lease import rendezvous_env
+
+    gang = (("nodeA", 3), ("nodeB", 1))
+    per_gpu = replace(spec(tmp_path), gang=gang)
+    assert per_gpu.members() == [
+        ("nodeA", 1, 0, 3), ("nodeA", 1, 1, 3), ("nodeA", 1, 2, 3), ("nodeB", 1, 0, 1),
+    ]  # fmt: skip
+    assert per_gpu.world_size == 4
+    env = rendezvous_env(replace(per_gpu, rank=2, local_rank=2, local_world_size=3), 1234)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == (
+        "2", "4", "2", "3",
+    )  # fmt: skip
+    per_node = replace(per_gpu, rank_per_gpu=False)
+    assert per_node.members() == [("nodeA", 3, 0, 1), ("nodeB", 1, 0, 1)]
+    assert per_node.world_size == 2
+    assert replace(spec(tmp_path)).world_size == 1  # no gang (a test's direct run)

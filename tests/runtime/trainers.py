@@ -61,8 +61,8 @@ def ranks(trial: themis.Trial) -> None:
     )  # fmt: skip
     env = {name: os.environ.get(name) for name in names}
     env["rank"] = trial.rank
-    env["local_rank"] = getattr(trial, "local_rank", None)
-    env["local_world_size"] = getattr(trial, "local_world_size", None)
+    env["local_rank"] = trial.local_rank
+    env["local_world_size"] = trial.local_world_size
     env["node"] = ray.get_runtime_context().get_node_id()
     env["pid"] = os.getpid()
     path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")

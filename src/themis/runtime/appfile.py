@@ -19,6 +19,8 @@ Format (``docs/runtime.md`` has the long version)::
       min_steps: 20                 # first rung; then min_steps * eta^k
     placement: {cross_machine: 1.0, cross_rack: 1.0}   # optional slowdowns (<= 1)
     checkpoint_every: 20            # optional: steps between periodic checkpoints
+    ranks: gpu                      # optional: one process per GPU of the gang (gpu,
+                                    # the default) or per machine (node)
     seed: 0                         # optional: seed of the search-space draws
     workdir: .                      # optional: where the module lives (default: the
                                     # file's folder)
@@ -65,11 +67,14 @@ _FIELDS = frozenset(
         "early_stopping",
         "placement",
         "checkpoint_every",
+        "ranks",
         "seed",
         "workdir",
     }
 )
 _DISTRIBUTIONS = ("uniform", "loguniform", "randint")
+#: How a gang's processes are laid out: one per GPU (as torchrun does), or one per machine.
+RANKS = ("gpu", "node")
 #: Largest app file accepted: real ones are a few hundred bytes.
 MAX_APP_BYTES = 64 * 1024
 #: Deepest nesting of YAML collections accepted (real files use 3).
@@ -119,6 +124,7 @@ class AppFile:
     checkpoint_every: int
     seed: int
     workdir: str  # absolute
+    ranks: str = "gpu"  # one process (rank) per GPU of the gang, or per machine ("node")
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved app, as stored: configs drawn, workdir absolute."""
@@ -136,6 +142,7 @@ class AppFile:
             "checkpoint_every": self.checkpoint_every,
             "seed": self.seed,
             "workdir": self.workdir,
+            "ranks": self.ranks,
         }
 
     @classmethod
@@ -156,6 +163,7 @@ class AppFile:
             raw["checkpoint_every"],
             raw["seed"],
             raw["workdir"],
+            raw.get("ranks", "gpu"),  # apps stored before the field: one rank per GPU
         )
 
 
@@ -310,6 +318,9 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     for key, value in (("cross_machine", cross_machine), ("cross_rack", cross_rack)):
         if value > 1.0:
             raise placement.fail(key, f"a placement factor is at most 1.0, got {value}")
+    ranks = f.get("ranks", "gpu")
+    if ranks not in RANKS:
+        raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
     workdir_raw = f.get("workdir", ".")
     if not isinstance(workdir_raw, str):
         raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
@@ -330,6 +341,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
         checkpoint_every,
         seed,
         str(workdir),
+        ranks,
     )
 
 

@@ -381,6 +381,7 @@ class ArbiterService(
             tuple(placement),
             next_stop(spec.halving, spec.steps, live.durable.get(key[1], 0), live.decided),
             master_addr=self.inventory.address(placement[0][0]),
+            rank_per_gpu=spec.ranks == "gpu",
         )
 
     def _starts(self, key: Key) -> int:

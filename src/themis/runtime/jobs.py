@@ -1,13 +1,16 @@
 """Job actors: one lease of one trial, placed by Ray on the granted nodes and GPUs.
 
-A gang's GPUs may span nodes; it then gets one actor per node, each pinned there with a
-hard ``NodeAffinitySchedulingStrategy`` and asking for that node's share of the gang as
-``num_gpus`` (Ray sets ``CUDA_VISIBLE_DEVICES``). Every actor runs the training function
-as one rank, with the rendezvous variables torch.distributed expects (``MASTER_ADDR`` =
-rank 0's node, ``MASTER_PORT`` = a port rank 0's actor found free, ``RANK``,
-``WORLD_SIZE`` = the gang's nodes, ``LOCAL_RANK`` = 0). The port travels as a Ray object
-ref, so no start blocks the arbiter. Rank 0 reports and checkpoints; a stop goes to
-every rank; a rank that dies takes the whole gang down (the trial resumes later).
+A gang runs one actor (one process) per GPU by default, as torchrun does: each actor is
+pinned to its node with a hard ``NodeAffinitySchedulingStrategy`` and asks for one GPU
+(``num_gpus=1``; Ray sets ``CUDA_VISIBLE_DEVICES``), so the ranks on one node get
+distinct GPUs and ``LOCAL_RANK`` 0..k-1. An app with ``ranks: node`` gets one actor per
+node instead, asking for that node's share of the gang. Every actor runs the training
+function as one rank, with the rendezvous variables torch.distributed expects
+(``MASTER_ADDR`` = rank 0's node, ``MASTER_PORT`` = a port rank 0's actor found free,
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``). The port travels as a
+Ray object ref, so no start blocks the arbiter. Rank 0 reports and checkpoints; a stop
+goes to every rank; a rank that dies takes the whole gang down (the trial resumes
+later).
 Actors ask for no CPU (``num_cpus=0``): a node's CPUs must not cap how many GPU jobs it
 runs.
 
@@ -93,15 +96,19 @@ class Launcher:
     def start(self, spec: TrialSpec, placement: list[tuple[str, int]]) -> RunningJob:
         # ``@ray.remote`` made JobActor an ActorClass, but mypy does not apply class
         # decorators, so it sees the plain class: a stub gap, not a type error.
+        members = spec.members()  # spec.gang is ``placement``
         actors = [
             JobActor.options(  # type: ignore[attr-defined]
                 num_gpus=count,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
             ).remote()
-            for node_id, count in placement
+            for node_id, count, _, _ in members
         ]
         port = actors[0].open_port.remote()
-        refs = [a.run.remote(replace(spec, rank=k), port) for k, a in enumerate(actors)]
+        refs = [
+            actor.run.remote(replace(spec, rank=k, local_rank=m[2], local_world_size=m[3]), port)
+            for k, (actor, m) in enumerate(zip(actors, members, strict=True))
+        ]
         job = RunningJob(spec.app_id, spec.trial_id, spec, actors, refs[0], time.time())
         job.extra["members"] = refs[1:]
         return job

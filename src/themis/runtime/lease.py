@@ -98,10 +98,13 @@ class TrialSpec:
     budget: int
     checkpoint_path: str
     checkpoint_every: int
-    gang: tuple[tuple[str, int], ...] = ()  # (node id, GPUs) of every actor of the gang
+    gang: tuple[tuple[str, int], ...] = ()  # (node id, GPUs) of every node of the gang
     stop_at: int | None = None  # pause here (a successive-halving rung); None: the budget
-    rank: int = 0  # this actor's rank in the gang (one per node; 0 reports and saves)
+    rank: int = 0  # this process's rank in the gang (0 reports and saves)
     master_addr: str = ""  # rank 0's node address, for torch.distributed
+    rank_per_gpu: bool = True  # one process per GPU (else one per node of the gang)
+    local_rank: int = 0  # this process's rank among the gang's processes on its node
+    local_world_size: int = 1  # the gang's processes on this process's node
 
     @property
     def stop(self) -> int:
@@ -109,18 +112,27 @@ class TrialSpec:
 
     @property
     def world_size(self) -> int:
-        return max(1, len(self.gang))
+        return max(1, len(self.members()))
+
+    def members(self) -> list[tuple[str, int, int, int]]:
+        """(node id, GPUs, local rank, local world size) of every process of the gang, in
+        rank order: one per GPU (``rank_per_gpu``), else one per node with that node's
+        GPUs; the node with most GPUs of the gang first (``gang``'s order)."""
+        if not self.rank_per_gpu:
+            return [(node, count, 0, 1) for node, count in self.gang]
+        return [(node, 1, k, count) for node, count in self.gang for k in range(count)]
 
 
 def rendezvous_env(spec: TrialSpec, port: int) -> dict[str, str]:
-    """What ``torch.distributed.init_process_group(init_method="env://")`` reads: one
-    rank per node of the gang (each with that node's GPUs), rank 0 the master."""
+    """What ``torch.distributed.init_process_group(init_method="env://")`` (and torchrun's
+    conventions) read: one rank per GPU of the gang (or per node), rank 0 the master."""
     return {
         "MASTER_ADDR": spec.master_addr or "127.0.0.1",
         "MASTER_PORT": str(port),
         "RANK": str(spec.rank),
         "WORLD_SIZE": str(spec.world_size),
-        "LOCAL_RANK": "0",
+        "LOCAL_RANK": str(spec.local_rank),
+        "LOCAL_WORLD_SIZE": str(spec.local_world_size),
     }
 
 
@@ -238,8 +250,18 @@ class Trial:
 
     @property
     def gang(self) -> tuple[tuple[str, int], ...]:
-        """(node id, GPU count) of each actor of the gang; rank 0's first."""
+        """(node id, GPU count) of each node of the gang; rank 0's first."""
         return self._spec.gang
+
+    @property
+    def local_rank(self) -> int:
+        """This process's rank among the gang's processes on its node (``LOCAL_RANK``)."""
+        return self._spec.local_rank
+
+    @property
+    def local_world_size(self) -> int:
+        """The gang's processes on this node (``LOCAL_WORLD_SIZE``)."""
+        return self._spec.local_world_size
 
     @property
     def rank(self) -> int:
