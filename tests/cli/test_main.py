@@ -41,6 +41,7 @@ def test_every_command_is_registered() -> None:
         "status",
         "cancel",
         "logs",
+        "token",
     }
 
 

@@ -50,6 +50,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("themis.cli.runtime:status", "Show the arbiter's liveness and every app."),
     "cancel": ("themis.cli.runtime:cancel", "Cancel an app."),
     "logs": ("themis.cli.runtime:logs", "Show an app's event log."),
+    "token": ("themis.cli.runtime:token", "Rotate the operator's API tokens."),
 }
 
 

@@ -1,4 +1,4 @@
-"""``themis serve | submit | status | cancel | logs``: the runtime on a Ray cluster.
+"""``themis serve | submit | status | cancel | logs | token``: the runtime on a Ray cluster.
 
 ``serve`` runs the arbiter: it owns the state directory (locked, one arbiter per state)
 and serves an authenticated HTTP API. The other commands are clients of that API
@@ -473,6 +473,35 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
         time.sleep(0.5)
 
 
+@click.group(short_help="Rotate the operator's API tokens.")
+def token() -> None:
+    """The operator's API tokens (admin, submit)."""
+
+
+@token.command(short_help="Make a new admin or submit token; the old one is refused.")
+@_SERVER
+@_TOKEN
+@click.argument("which", type=click.Choice(["admin", "submit"]))
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the new token to this file (mode 0600).",
+)
+def rotate(server: str, token: str | None, which: str, token_file: str | None) -> None:
+    """Replace the operator's WHICH token (admin or submit) while serve runs, with the
+    admin token: the new one is printed and written to the state directory's token file,
+    and the old one is refused from now on (hand the new submit token to the users;
+    update what scrapes /metrics after an admin rotation)."""
+    done = _client(server, token).rotate(which)
+    if token_file is not None:
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(done["token"] + "\n")
+    click.echo(f"rotated the {which} token: the old one is refused from now on")
+    click.echo(f"token: {done['token']}")
+
+
 def _rho(value: float | None) -> str:
     """rho for the table: '-' before admission, 'inf' for an app that holds nothing and so
     could never finish as it stands (the estimator's cap)."""
@@ -482,4 +511,4 @@ def _rho(value: float | None) -> str:
 
 
 #: The commands the main ``themis`` group adds (``cli.add_command`` each).
-COMMANDS = (serve, submit, status, cancel, logs)
+COMMANDS = (serve, submit, status, cancel, logs, token)

@@ -14,7 +14,10 @@ Routes (JSON unless said otherwise):
 - ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
-- ``GET /metrics``: Prometheus text format (admin token).
+- ``GET /metrics``: Prometheus text format (admin token);
+- ``POST /v1/tokens/rotate`` (``{"which": "admin" | "submit"}``, admin token) ->
+  ``{"which", "token"}``: a new operator token, in its file too; the old one is refused
+  from then on.
 
 Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
 403 (a token that may not do this), 404, 413 (too large), 503 (busy or timed out).
@@ -36,7 +39,7 @@ from starlette.concurrency import run_in_threadpool
 
 from themis.errors import ThemisError
 from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
-from themis.runtime.auth import OperatorTokens, Principal
+from themis.runtime.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
 from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.metrics import ArbiterMetrics
 from themis.runtime.queries import log_lines, status_rows
@@ -70,6 +73,7 @@ class ApiContext:
 def make_api(ctx: ApiContext) -> FastAPI:
     app = FastAPI(title="themis arbiter", docs_url=None, redoc_url=None, openapi_url=None)
     local = threading.local()
+    rotating = threading.Lock()
 
     def store() -> Store:
         s = getattr(local, "store", None)
@@ -165,6 +169,26 @@ def make_api(ctx: ApiContext) -> FastAPI:
         lines, last = log_lines(store(), app_id, after)
         row = store().app(app_id)
         return {"lines": lines, "last": last, "state": None if row is None else row.state}
+
+    @app.post("/v1/tokens/rotate")
+    async def rotate(request: Request) -> dict[str, Any]:
+        if principal(request).role != "admin":
+            raise ApiError(403, "rotating a token needs the admin token")
+        body = await _bounded_body(request, 1024)
+        try:
+            which = json.loads(body)["which"]
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, "expected JSON {which}") from None
+        if which not in OPERATOR_TOKEN_FILES:
+            raise ApiError(400, f"which token: 'admin' or 'submit', got {which!r}")
+        return {"which": which, "token": await run_in_threadpool(_rotate_now, which)}
+
+    def _rotate_now(which: str) -> str:
+        # The file first: if it cannot be written, the old token stays valid everywhere.
+        with rotating:
+            token = write_new_token(ctx.state_dir / OPERATOR_TOKEN_FILES[which])
+            ctx.tokens = ctx.tokens.with_token(which, token)
+        return token
 
     @app.get("/metrics")
     def metrics(request: Request) -> Response:

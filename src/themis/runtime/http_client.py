@@ -83,6 +83,9 @@ class Client:
     def logs(self, app_id: str, after: int = 0) -> dict[str, Any]:
         return self._call("GET", f"/v1/apps/{_quote(app_id)}/logs?after={after}")
 
+    def rotate(self, which: str) -> dict[str, Any]:
+        return self._call("POST", "/v1/tokens/rotate", {"which": which})
+
     def metrics(self) -> str:
         return self._call("GET", "/metrics")
 
