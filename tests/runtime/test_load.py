@@ -23,6 +23,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 SUBMISSIONS = 200
 
 
+def driver_rss(pid: int) -> int:
+    """Resident memory of serve's Ray driver (its multiprocessing child)."""
+    return sum(
+        c.memory_info().rss
+        for c in psutil.Process(pid).children()
+        if "spawn_main" in " ".join(c.cmdline())
+    )
+
+
 @pytest.mark.timeout(400)
 def test_two_hundred_submissions_through_the_api(tmp_path: Path) -> None:
     state = tmp_path / "state"
@@ -43,6 +52,7 @@ def test_two_hundred_submissions_through_the_api(tmp_path: Path) -> None:
         url = url_file.read_text().strip()
         client = Client(url, (state / "submit.token").read_text().strip())
         rss_before = psutil.Process(serve.pid).memory_info().rss
+        driver_before = driver_rss(serve.pid)
         paths = [
             app_yaml(tmp_path, f"load{k:03d}", trials=2, steps=5, step_time=0.05)
             for k in range(SUBMISSIONS)
@@ -54,6 +64,7 @@ def test_two_hundred_submissions_through_the_api(tmp_path: Path) -> None:
             latencies.append(time.perf_counter() - started)
             assert answer["trials"] == 2
         rss_after = psutil.Process(serve.pid).memory_info().rss
+        driver_after = driver_rss(serve.pid)
         started = time.perf_counter()
         rows = client.status()["apps"]
         status_latency = time.perf_counter() - started
@@ -65,12 +76,14 @@ def test_two_hundred_submissions_through_the_api(tmp_path: Path) -> None:
             f"\n{SUBMISSIONS} submissions: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
             f"max {latencies[-1] * 1000:.0f} ms; status of {SUBMISSIONS} apps "
             f"{status_latency * 1000:.0f} ms; serve RSS {rss_before / 2**20:.0f} MiB before, "
-            f"{rss_after / 2**20:.0f} MiB after"
+            f"{rss_after / 2**20:.0f} MiB after; its Ray driver process "
+            f"{driver_before / 2**20:.0f} MiB before, {driver_after / 2**20:.0f} MiB after"
         )
         # Generous bounds for a shared 2-core machine: a submission waits for one tick of
         # a loop that also runs rounds over up to 200 apps.
         assert p50 < 2.0 and p99 < 10.0
         assert rss_after - rss_before < 300 * 2**20
+        assert driver_after - driver_before < 300 * 2**20
     finally:
         serve.send_signal(signal.SIGTERM)
         try:
