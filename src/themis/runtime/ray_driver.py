@@ -327,7 +327,12 @@ def _driver_main(
                 jobs.pop(job.extra["jid"], None)
             launcher.request_polls(list(jobs.values()))
             if time.monotonic() - last_nodes >= options.heartbeat:
-                events.put(("nodes", ray.nodes()))
+                try:
+                    nodes = ray.nodes()
+                except Exception as exc:  # the GCS said no rather than hanging
+                    events.put(("error", f"ray.nodes() failed: {_short(exc)}"))
+                    return
+                events.put(("nodes", nodes))
                 last_nodes = time.monotonic()
     finally:
         for job in jobs.values():
