@@ -245,3 +245,12 @@ def test_profiles_file_types_override_the_bundled_table() -> None:
     typed = with_type_times(wl, Cluster.from_spec("1x1x1:v100+1x1x1:k80")).profiles["toy"]
     assert typed.time_on("k80") == 2.5
     assert typed.time_on("v100") == 1.0  # the bundled table: 1x time_per_iteration
+
+
+def test_a_profile_that_knows_no_type_runs_alike_on_all() -> None:
+    # The runtime's profiles come from one step_time: on a typed Ray cluster its gangs
+    # still stay on one type, and the estimates treat the types alike.
+    cluster = Cluster.from_spec("1x1x2:v100+1x1x2:k80")
+    work = RemainingWork(TOY, {1: GangWork(400.0, 100.0, 4)})
+    assert work.time_on(cluster.shape) == pytest.approx(100.0)
+    assert TOY.time_on("k80") == TOY.time_per_iteration

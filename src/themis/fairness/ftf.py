@@ -147,7 +147,7 @@ class RemainingWork:
             best_factor = 0.0
             for gpu_type, part in parts:
                 factor = self.profile.best_factor_on(gang, part)
-                effective = speeds[gpu_type] * factor
+                effective = speeds.get(gpu_type, 1.0) * factor  # no types known: alike
                 if effective > best:
                     best, best_factor = effective, factor
             if best == 0.0:
@@ -159,15 +159,15 @@ class RemainingWork:
         if share is None:
             capacity = 0.0
             left = self.demand
-            for gpu_type, part in sorted(parts, key=lambda p: -speeds[p[0]]):
+            for gpu_type, part in sorted(parts, key=lambda p: -speeds.get(p[0], 1.0)):
                 used = min(part.count, left)
-                capacity += used * speeds[gpu_type]
+                capacity += used * speeds.get(gpu_type, 1.0)
                 left -= used
                 if not left:
                     break
         else:
             total = sum(part.count for _, part in parts)
-            mean = sum(part.count * speeds[t] for t, part in parts) / total
+            mean = sum(part.count * speeds.get(t, 1.0) for t, part in parts) / total
             capacity = min(share, self.demand) * mean
         return max(gpu_seconds / capacity, longest)
 
