@@ -254,3 +254,24 @@ def test_a_profile_that_knows_no_type_runs_alike_on_all() -> None:
     work = RemainingWork(TOY, {1: GangWork(400.0, 100.0, 4)})
     assert work.time_on(cluster.shape) == pytest.approx(100.0)
     assert TOY.time_on("k80") == TOY.time_per_iteration
+
+
+def test_themis_moves_a_job_to_a_faster_type_when_its_lease_ends() -> None:
+    # c (50 iterations) takes the V100 at 0 and is done at 50. a arrives at 10 while the
+    # V100 is busy and starts on the K80 (lease 600 s). Its lease ends at 610; the round
+    # at 600 (c's old grant end) batches it (30 s window), and the V100 is free: the agent
+    # moves a0 there. a0 ran 590 s on the K80 (147.5 iterations at 4 s) and runs its
+    # other 852.5 on the V100: done at 600 + 852.5. Staying on the K80: 10 + 4000.
+    wl = workload([("c", 0.0, [(1, 50.0)]), ("a", 10.0, [(1, 1000.0)])])
+    cluster = Cluster.from_spec("1x1x1:v100+1x1x1:k80")
+    result = simulate(wl, cluster, make_policy("themis", PolicyOptions()))
+    assert {a.app_id: a.finish for a in result.apps} == {
+        "c": pytest.approx(50.0),
+        "a": pytest.approx(1452.5),
+    }
+    held = sorted((i.start, i.end, i.job_id, i.gpus) for i in result.intervals)
+    assert held == [
+        (0.0, 50.0, "c0", (0,)),
+        (10.0, 600.0, "a0", (1,)),
+        (600.0, pytest.approx(1452.5), "a0", (0,)),
+    ]
