@@ -165,7 +165,7 @@ def assign(
         for job in group:  # keep last round's workers when all are still free
             if (
                 job.gpus
-                and (gpu_type is None or cluster.type_of[job.gpus[0]] == gpu_type)
+                and (gpu_type is None or all(cluster.type_of[g] == gpu_type for g in job.gpus))
                 and not taken.intersection(job.gpus)
             ):
                 placed[job] = job.gpus
