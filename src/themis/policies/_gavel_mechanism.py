@@ -22,6 +22,13 @@ Followed, in ``scheduler/scheduler.py`` of stanford-futuredata/gavel:
   there (the workers it was counted against stay idle);
 - ``_done_callback``: a job that ran adds its execution time in the round to its own
   counter and to the total (a job that finished mid-round too, before it is removed).
+
+On several GPU types every counter, deficit and priority above is kept per type
+(``_job_time_so_far[job][type]``, ``_worker_time_so_far[type]``, ``_deficits[type]``,
+``_priorities[type]``; ``TypedBooks``); ``_schedule_jobs_on_workers_helper(worker_types)``
+walks each type's sorted (job, type) entries, the types in the order ``v100, p100, k80``
+(``pick_typed``), and ``_schedule_jobs_on_workers`` assigns each type's jobs on its own
+workers (``assign(..., gpu_type)``).
 """
 
 from __future__ import annotations

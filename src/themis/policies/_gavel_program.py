@@ -1,5 +1,6 @@
-"""Gavel's finish-time-fairness allocation as it ships, on one GPU type: one time fraction
-per job, plain min-max of Gavel's rho.
+"""Gavel's finish-time-fairness allocation as it ships: on one GPU type one time fraction
+per job, plain min-max of Gavel's rho (``solve``); on several, a time fraction per (job,
+type) over a throughput matrix (``solve_typed``, documented there).
 
 Followed: ``scheduler/policies/finish_time_fairness.py`` (``FinishTimeFairnessPolicyWithPerf.
 get_allocation``) and ``scheduler/policies/max_min_fairness.py`` (``MaxMinFairnessPolicy``,

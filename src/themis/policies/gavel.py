@@ -18,6 +18,13 @@ and ``max_min_fairness.py`` for the allocation (``_gavel_program``), and
   received since the last reset), then deficit, then allocation, and taken greedily while
   their gangs fit; the allocation and the time counters are renewed at most every 1920 s.
 
+On a typed cluster (``--cluster 1x4x8:v100+1x4x8:k80``) it is Gavel's heterogeneity-aware
+variant: the allocation is a time fraction per (job, GPU type) over the jobs' throughput
+matrix (``_gavel_program.solve_typed``), the books, deficits and priorities are per type,
+the (job, type) queue is walked type by type, fastest first, and each chosen job is placed
+on its type's servers (``_gavel_mechanism.TypedBooks``, ``pick_typed``, ``assign``). An
+untyped cluster takes the one-type path above, unchanged.
+
 Knowledge: remaining work is the job's declared total minus what it ran (Gavel's
 ``total_steps - steps_run``), and its speed the best placement's (Gavel's throughputs are
 per job type and gang, placement-unaware); the same estimates ``ftf-oracle`` reads.
