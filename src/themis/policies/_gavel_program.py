@@ -154,6 +154,10 @@ _DECIMALS = 9
 #: Dinkelbach steps stop when the step's LP improves the level by less than this.
 _TOLERANCE = 1e-9
 _MAX_STEPS = 100
+#: LPs up to this many variables go to HiGHS's dual simplex, larger ones to its interior
+#: point method (with crossover, so still a vertex): 5x faster at 4,000 jobs on two types,
+#: slightly slower below ~500 jobs.
+_SIMPLEX_VARIABLES = 1000
 
 
 def isolated_typed(gangs: Sequence[int], capacities: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -289,7 +293,7 @@ def _dinkelbach_step(
         A_ub=vstack([fair, time, cap]).tocsr(),
         b_ub=np.concatenate([-b, np.ones(n), caps]),
         bounds=bounds,
-        method="highs",
+        method="highs-ds" if n * k <= _SIMPLEX_VARIABLES else "highs-ipm",
     )
     if result.status != 0 or result.fun > -_TOLERANCE:
         return None
