@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -186,7 +187,7 @@ _JOB = st.tuples(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(_JOB, min_size=1, max_size=5), st.integers(2, 3), st.integers(0, 10_000))
 def test_the_program_matches_a_bisection(rows, types: int, draw: int) -> None:
     rng = np.random.default_rng(draw)
@@ -398,3 +399,24 @@ def test_end_to_end_on_two_types() -> None:
         for _, delta in events:
             busy += delta
             assert busy <= 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_JOB, min_size=1, max_size=8), st.integers(0, 10_000))
+def test_two_types_without_an_lp_reach_the_lp_methods_level(rows, draw: int) -> None:
+    # The two-type bisection (an O(n) knapsack per step) against the Dinkelbach-type LPs
+    # that more types use: the same level; every job exactly at it.
+    rng = np.random.default_rng(draw)
+    caps = [float(c) for c in rng.integers(1, 9, size=2)]
+    caps[int(rng.integers(0, 2))] = max(caps[0], caps[1], 4.0)
+    jobs = [
+        TypedJobLoad(e, r, g, tuple(s if g <= c else 0.0 for s, c in zip(v[:2], caps, strict=True)))
+        for e, r, g, v in rows
+    ]
+    fast = solve_typed(jobs, caps)
+    with patch("themis.policies._gavel_program._two_types", return_value=None):
+        slow = solve_typed(jobs, caps)
+    assert fast.level == pytest.approx(slow.level, rel=1e-7)
+    _check_feasible(jobs, caps, np.array(fast.fractions))
+    rhos = [typed_rho(j, r, i) for j, r, i in zip(jobs, fast.fractions, fast.isolated, strict=True)]
+    assert rhos == [pytest.approx(fast.level, rel=1e-7)] * len(jobs)

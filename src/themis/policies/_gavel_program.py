@@ -208,6 +208,11 @@ def solve_typed(jobs: Sequence[TypedJobLoad], capacities: Sequence[float]) -> Ty
     ``z`` with a feasibility LP per step takes ~30 for the same precision, and it needs no
     bracket. A test checks it against such a bisection and against a fine grid.
 
+    Two types (the common case, e.g. V100 + K80) need no LP: ``_two_types`` bisects on
+    ``z`` with an exact O(n) feasibility test (a fractional knapsack), 100x faster at
+    thousands of jobs; it puts every job exactly at the level. Tests check it against the
+    LP method, the bisection and the grid.
+
     One type: the exact one-type optimum (``solve``), spread over nothing."""
     import numpy as np
 
@@ -233,6 +238,26 @@ def solve_typed(jobs: Sequence[TypedJobLoad], capacities: Sequence[float]) -> Ty
     seconds = np.array([j.remaining for j in jobs]) / alone
     a = elapsed / (elapsed + seconds)
     b = seconds / (elapsed + seconds)
+    x = _two_types(a, b, weights, gangs, caps) if caps.size == 2 else None
+    if x is None:
+        x = _dinkelbach(iso, a, b, weights, gangs, caps)
+    x = np.round(np.clip(x, 0.0, 1.0), _DECIMALS)
+    fractions = _rows(x)
+    u = (x * weights).sum(axis=1)
+    return TypedAllocation(fractions, isolated, float(np.max(a + b / u)))
+
+
+def _dinkelbach(
+    iso: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    weights: np.ndarray,
+    gangs: np.ndarray,
+    caps: np.ndarray,
+) -> np.ndarray:
+    """The Dinkelbach-type iteration of ``solve_typed`` from the isolated split."""
+    import numpy as np
+
     x = iso
     level = 1.0
     for _ in range(_MAX_STEPS):
@@ -244,10 +269,70 @@ def solve_typed(jobs: Sequence[TypedJobLoad], capacities: Sequence[float]) -> Ty
         if not new < level - _TOLERANCE:
             break
         x, level = step, new
-    x = np.round(np.clip(x, 0.0, 1.0), _DECIMALS)
-    fractions = _rows(x)
-    u = (x * weights).sum(axis=1)
-    return TypedAllocation(fractions, isolated, float(np.max(a + b / u)))
+    return x
+
+
+def _two_types(
+    a: np.ndarray, b: np.ndarray, weights: np.ndarray, gangs: np.ndarray, caps: np.ndarray
+) -> np.ndarray | None:
+    """The min-max on exactly two types without an LP: a bisection on the level ``z``
+    whose feasibility test is exact and O(n).
+
+    At level ``z`` job ``j`` needs ``u_j >= n_j = b_j / (z - a_j)``. Using more than its
+    need only costs GPUs, so each job may sit on its need line ``w1 x1 + w2 x2 = n_j``,
+    a segment ``x1 in [lo_j, hi_j]`` once ``x >= 0`` and ``x1 + x2 <= 1`` are imposed
+    (empty when ``n_j > max(w1, w2)``). Along it, each unit of type-0 GPU-time saves
+    ``rho_j = w1 / w2`` units of type-1 GPU-time, so the least type-1 use under the type-0
+    capacity is a fractional knapsack: every job at ``lo_j``, then the type-0 GPUs left to
+    the jobs of highest ``rho_j`` first, up to ``hi_j``. The level is feasible if and only if
+    the type-1 GPUs that leaves suffice. The answer puts every job exactly at the level.
+    None when the numbers do not allow it (the LP method then runs)."""
+    import numpy as np
+
+    w1, w2 = weights[:, 0], weights[:, 1]
+    ratio = np.where(w2 > 0, w1 / np.where(w2 > 0, w2, 1.0), np.inf)
+    order = np.argsort(-ratio, kind="stable")  # highest gain from type 0 first
+    finite = np.isfinite(ratio)
+
+    def allocate(z: float) -> tuple[bool, np.ndarray]:
+        need = b / (z - a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            low = np.zeros_like(need)
+            high = np.where(w1 > 0, need / np.where(w1 > 0, w1, 1.0), 0.0)
+            faster = w1 > w2
+            slower = w1 < w2
+            low = np.where(faster & (w2 > 0), (need - w2) / (w1 - w2), low)
+            high = np.where(slower, np.minimum(high, (w2 - need) / (w2 - w1)), high)
+            low = np.where(w2 <= 0, high, np.maximum(low, 0.0))
+        ok = bool((need <= np.maximum(w1, w2) * (1 + 1e-12)).all())
+        high = np.maximum(high, low)
+        x1 = low.copy()
+        budget = caps[0] - float(gangs @ low)
+        room = (gangs * (high - low))[order]
+        room[~finite[order]] = 0.0  # (those sit at lo = hi already)
+        before = np.cumsum(room) - room
+        taken = np.clip(budget - before, 0.0, room)
+        x1[order] += taken / gangs[order]
+        x2 = np.where(w2 > 0, (need - w1 * x1) / np.where(w2 > 0, w2, 1.0), 0.0)
+        x2 = np.maximum(x2, 0.0)
+        ok = ok and budget >= -1e-12 * caps[0] and float(gangs @ x2) <= caps[1] * (1 + 1e-12)
+        return ok, np.stack([x1, x2], axis=1)
+
+    hi = 1.0
+    feasible, x = allocate(hi)
+    if not feasible:
+        return None
+    lo = float(np.max(a))
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if not lo < mid < hi:
+            break
+        good, candidate = allocate(mid)
+        if good:
+            hi, x = mid, candidate
+        else:
+            lo = mid
+    return x
 
 
 def _dinkelbach_step(
