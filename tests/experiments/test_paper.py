@@ -12,6 +12,7 @@ from themis.experiments.paper import (
     CONTENTION,
     ESTIMATE_ERRORS,
     FAIRNESS_KNOBS,
+    K80_SHARES,
     LEASES_S,
     RESTART_COSTS_S,
     VGG_SHARES,
@@ -42,12 +43,13 @@ def test_plan_reuses_main_runs_and_labels_every_point() -> None:
         "vgg_share": len(VGG_SHARES),
         "estimate_error": len(ESTIMATE_ERRORS),
         "restart_cost_s": len(RESTART_COSTS_S),
+        "k80_share": len(K80_SHARES),
     }
     # Exact estimates and free restarts are the main run's conditions, not re-run.
     assert p.points[("estimate_error", 0.0, "themis", 0)] == "themis"
     assert p.points[("restart_cost_s", 0.0, "themis", 0)] == "themis"
     extra = (len(FAIRNESS_KNOBS) + len(LEASES_S) + len(CONTENTION) + len(VGG_SHARES)
-             + len(ESTIMATE_ERRORS) + len(RESTART_COSTS_S) - 5)  # fmt: skip
+             + len(ESTIMATE_ERRORS) + len(RESTART_COSTS_S) + len(K80_SHARES) - 5)  # fmt: skip
     assert len(p.requests) == 3 + extra
     f0 = next(r for r in p.requests if r.label == "themis @ fairness_knob=0")
     assert f0.options.fairness_knob == 0.0 and f0.params == {"fairness_knob": 0.0, "seed": 0}
@@ -57,6 +59,12 @@ def test_plan_reuses_main_runs_and_labels_every_point() -> None:
     assert noisy.conditions.estimate_error == 0.2 and noisy.conditions.restart_cost == 0.0
     costly = next(r for r in p.requests if r.label == "themis @ restart_cost_s=120")
     assert costly.conditions.restart_cost == 120.0 and costly.conditions.estimate_error == 0.0
+    # The GPU-types sweep changes the cluster only: all V100, then one rack of K80s.
+    typed = {r.label: r.cluster for r in p.requests if "k80_share" in r.label}
+    assert typed == {
+        "themis @ k80_share=0": "2x4x8:v100",
+        "themis @ k80_share=0.5": "1x4x8:v100+1x4x8:k80",
+    }
 
 
 def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
@@ -69,7 +77,7 @@ def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
     assert "<td>policies</td><td>themis, fifo</td>" in html  # the configuration table
     assert "themis: the 6 worst apps" in html
     # Main: 4 figures; each sweep: max rho and GPU-hours, VGG share also placement score.
-    assert html.count("<figure") == html.count("<svg") == 4 + 2 * 6 + 1
+    assert html.count("<figure") == html.count("<svg") == 4 + 2 * 7 + 1
     md = (tmp_path / "results.md").read_text()
     assert "## Sweep: Lease length" in md
     lease_rows = [line for line in md.splitlines() if re.match(r"\| \d+ min \|", line)]
@@ -89,7 +97,7 @@ def test_several_seeds_repeat_every_run_with_that_seeds_draws() -> None:
         assert request.label.endswith(f"seed {request.params['seed']}")
     assert len(p.requests) == 2 * (1 + len(FAIRNESS_KNOBS) + len(LEASES_S) + len(CONTENTION)
                                    + len(VGG_SHARES) + len(ESTIMATE_ERRORS)
-                                   + len(RESTART_COSTS_S) - 5)  # fmt: skip
+                                   + len(RESTART_COSTS_S) + len(K80_SHARES) - 5)  # fmt: skip
     # The VGG sweep's gang sizes and model choices are drawn with the run's seed.
     vgg = {r.params["seed"]: r.workload for r in p.requests if r.params.get("vgg_share") == 0.5}
     assert vgg[0].apps != vgg[1].apps
@@ -119,5 +127,5 @@ def test_sweep_tables_show_median_and_range_over_seeds(tmp_path: Path) -> None:
 
 def test_sweeps_without_any_chosen_policy_are_dropped() -> None:
     p = plan({0: small_workload()}, ["fifo", "max-min"])
-    assert [s.key for s in p.sweeps] == ["contention", "vgg_share"]  # max-min's sweeps
+    assert [s.key for s in p.sweeps] == ["contention", "vgg_share", "k80_share"]  # max-min's
     assert all(policy == "max-min" for (_, _, policy, _) in p.points)

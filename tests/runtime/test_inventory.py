@@ -38,7 +38,9 @@ def test_racks_from_labels_or_resources_and_stable_ids() -> None:
     )
     assert cluster.machine_of == (0, 0, 0, 0, 1, 1, 2, 2)
     assert cluster.rack_of == (0, 0, 0, 0, 1, 1, 1, 1)
-    assert cluster.gpus[0].gpu_type == "V100" and cluster.gpus[4].gpu_type is None
+    # One node reports a type: the cluster is typed throughout, the others "unknown".
+    assert cluster.gpus[0].gpu_type == "V100" and cluster.gpus[4].gpu_type == "unknown"
+    assert cluster.types == ("V100", "unknown")
     assert cluster.span([4, 6]) is Span.RACK
     assert cluster.span([0, 4]) is Span.CLUSTER
     assert inv.per_node([0, 4, 5]) == [("aaaa", 2), ("bbbb", 1)]

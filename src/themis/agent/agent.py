@@ -17,7 +17,7 @@ from themis.agent.app_scheduler import waiting_order
 from themis.auction.bids import Bid, MenuEntry
 from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
 from themis.model.cluster import Cluster, SetShape
-from themis.model.placement import OrderedPacker
+from themis.model.placement import OrderedPacker, fastest_place, worth_moving
 from themis.model.state import AppState, JobState
 
 #: How much worse than its worst useful outcome a starving app values winning nothing
@@ -163,7 +163,10 @@ class Agent:
         gangs: list[tuple[int, ...]] = []
         kept_set = set(kept)
         placed = {id(j) for j in self.app.running_jobs() if kept_set.issuperset(j.gpus)}
+        typed = self.cluster.typed
         for job in sorted(renewable, key=lambda j: -j.remaining_at(now)):
+            if typed and job.gpus and self._moves(pool, job):
+                continue  # placed with the waiting jobs, fastest type first
             if job.gpus and pool.take_exact(job.gpus):
                 gangs.append(job.gpus)
                 placed.add(id(job))
@@ -174,6 +177,13 @@ class Agent:
             if gpus is not None:
                 gangs.append(gpus)
         return gangs
+
+    def _moves(self, pool: OrderedPacker, job: JobState) -> bool:
+        """Whether a job whose lease ends runs enough faster on another type the offer
+        holds to be worth a restart (typed clusters: a job never stays on a K80 while a
+        free V100 would run it four times faster)."""
+        there = fastest_place(pool, job.gang, self.app.profile)
+        return there is not None and worth_moving(self.cluster, self.app.profile, job.gpus, there)
 
     def units(self, bundle: tuple[Hashable, ...]) -> list[int] | None:
         """The GPU counts of ``bundle`` this app can use: its gang boundaries (None: a

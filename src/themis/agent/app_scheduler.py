@@ -12,7 +12,8 @@ import heapq
 from collections.abc import Iterable, Iterator
 
 from themis.model.cluster import Cluster
-from themis.model.placement import Packer
+from themis.model.placement import Packer, fastest_place, worth_moving
+from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 
 
@@ -41,28 +42,50 @@ def assign_jobs(
     owned: Iterable[int],
     now: float,
     placed: set[int] | None = None,
+    movable: set[int] | None = None,
 ) -> tuple[dict[JobState, tuple[int, ...]], set[int]]:
     """Map the app's GPUs to its jobs. Returns (job -> GPUs, GPUs left unused).
 
-    ``placed``: ids of jobs already given GPUs elsewhere in this round (not placed again)."""
+    ``placed``: ids of jobs already given GPUs elsewhere in this round (not placed again).
+    ``movable``: ids of running jobs whose grants end now, which on a typed cluster may
+    move to a faster type among the app's GPUs (the others keep theirs until it ends)."""
     pool = Packer(cluster, owned)
     plan: dict[JobState, tuple[int, ...]] = {}
+    profile = app.profile if cluster.typed and movable else None
     for job in app.running_jobs():
-        if pool.take_exact(job.gpus):
+        if profile is not None and movable and id(job) in movable and pool.take_exact(job.gpus):
+            # Typed: it stays unless a faster type among the app's GPUs is worth a move.
+            there = fastest_place(pool, job.gang, profile)
+            if there is not None and worth_moving(cluster, profile, job.gpus, there):
+                pool.give_back(job.gpus)
+                continue
+            plan[job] = job.gpus
+        elif pool.take_exact(job.gpus):
             plan[job] = job.gpus
     skip = {id(j) for j in plan}
     if placed:
         skip |= placed
-    fill(pool, waiting_order(app, now, skip), plan)
+    fill(pool, waiting_order(app, now, skip), plan, app.profile if cluster.typed else None)
     return plan, pool.gpus()
 
 
-def fill(pool: Packer, jobs: Iterable[JobState], plan: dict[JobState, tuple[int, ...]]) -> None:
+def fill(
+    pool: Packer,
+    jobs: Iterable[JobState],
+    plan: dict[JobState, tuple[int, ...]],
+    profile: ModelProfile | None = None,
+) -> None:
     """Start ``jobs`` in order on the pool while GPUs last; a gang that does not fit is
-    passed over for smaller ones behind it."""
+    passed over for smaller ones behind it. With ``profile`` (typed clusters) each gang
+    goes where its model runs fastest, so the longest jobs get the fastest GPUs."""
     for job in jobs:
         if not len(pool):
             return
-        gpus = pool.take(job.gang)
+        if profile is not None:
+            gpus = fastest_place(pool, job.gang, profile)
+            if gpus is not None:
+                pool.take_exact(gpus)
+        else:
+            gpus = pool.take(job.gang)
         if gpus is not None:
             plan[job] = gpus

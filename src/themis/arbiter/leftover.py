@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.cluster import Cluster
-from themis.model.placement import Packer
+from themis.model.placement import Packer, fastest_place, worth_moving
 from themis.model.state import AppState, JobState
 
 
@@ -58,6 +58,22 @@ def _next_fit(
     for job in queue:
         if job.gang > len(leftover):
             continue
+        if cluster.typed:
+            # Typed: each gang where its model runs fastest; a renewal stays on its GPUs
+            # unless another type is worth the restart.
+            if pool is None:
+                pool = Packer(cluster, leftover)
+            there = fastest_place(pool, job.gang, job.app.profile)
+            renewal = bool(job.gpus) and leftover.issuperset(job.gpus)
+            if renewal and (
+                there is None or not worth_moving(cluster, job.app.profile, job.gpus, there)
+            ):
+                return job, job.gpus
+            if there is None:
+                continue
+            if best_only and cluster.span(there) > cluster.best_span(job.gang):
+                continue
+            return job, there
         if job.gpus and leftover.issuperset(job.gpus):
             return job, job.gpus  # a lease renewal on the same GPUs: no restart
         if pool is None:

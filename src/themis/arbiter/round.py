@@ -201,7 +201,12 @@ class Arbiter:
             if not granted:
                 continue
             plan, unused = assign_jobs(
-                self.cluster, app, [*kept[app.app_id], *granted], now, reserved_jobs
+                self.cluster,
+                app,
+                [*kept[app.app_id], *granted],
+                now,
+                reserved_jobs,
+                {id(j) for j in renewable[app.app_id]},
             )
             leftover.update(unused)
             for job, gpus in plan.items():

@@ -13,7 +13,9 @@ leases, one app every 9,000 s):
   matter);
 - estimate error (docs/knowledge.md): what size-aware policies see of each job's work is
   off by up to 0%, 10%, 20%, 50%;
-- restart cost: 0, 30 and 120 s per start, resume or migration of a gang.
+- restart cost: 0, 30 and 120 s per start, resume or migration of a gang;
+- GPU types (docs/gpu_types.md): the same 64 GPUs all V100, then half of them (one rack)
+  K80s.
 
 With several seeds (``--seeds``) every run is repeated per seed: the model draw of the
 trace, the variants' draws (gang sizes, which apps train VGG) and the policies' random
@@ -46,6 +48,9 @@ CONTENTION = (1.0, 2.0, 4.0)
 VGG_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 ESTIMATE_ERRORS = (0.0, 0.1, 0.2, 0.5)
 RESTART_COSTS_S = (0.0, 30.0, 120.0)
+#: Share of the cluster's GPUs that are K80s (the rest V100s), and the cluster of each.
+K80_SHARES = (0.0, 0.5)
+TYPED_CLUSTERS = {0.0: "2x4x8:v100", 0.5: "1x4x8:v100+1x4x8:k80"}
 #: The main comparison's conditions: exact estimates, free restarts (earlier results).
 MAIN_CONDITIONS = Conditions()
 
@@ -71,8 +76,9 @@ def _request(
     seed: int,
     options: PolicyOptions = BASE,
     conditions: Conditions = MAIN_CONDITIONS,
+    cluster: str = CLUSTER,
 ) -> RunRequest:
-    return RunRequest("", policy, workload, CLUSTER, replace(options, seed=seed),
+    return RunRequest("", policy, workload, cluster, replace(options, seed=seed),
                       DEFAULT_BATCH_WINDOW, conditions=conditions)  # fmt: skip
 
 
@@ -149,6 +155,16 @@ def sweeps(policies: Sequence[str]) -> list[Sweep]:
                 w, p, s, conditions=replace(MAIN_CONDITIONS, restart_cost=v)
             ),
             "Every (re)start of a gang holds its GPUs this long without progress.",
+        ),
+        Sweep(
+            "k80_share",
+            "GPU types",
+            "share of GPUs that are K80s (the rest V100s)",
+            K80_SHARES,
+            keep("themis", "ftf-oracle", "gavel", "tiresias", "max-min"),
+            lambda w, v, p, s: _request(w, p, s, cluster=TYPED_CLUSTERS[v]),
+            "The same 64 GPUs, all V100, then one rack of V100s and one of K80s (4.3-6.8x "
+            "slower per model, docs/gpu_types.md); a gang never mixes types.",
         ),
     ]
     return [sweep for sweep in every if sweep.policies]

@@ -64,7 +64,7 @@ def _x(sweep: Sweep, value: float) -> float:
 def _value_text(sweep: Sweep, value: float) -> str:
     if sweep.key == "lease_s":
         return f"{value / 60:g} min"
-    if sweep.key == "vgg_share":
+    if sweep.key in ("vgg_share", "k80_share"):
         return f"{100 * value:g}%"
     if sweep.key == "contention":
         return f"{value:g}x"

@@ -50,7 +50,7 @@ class RemainingWork:
     operations in the same order as the estimate always did, so results are unchanged.
     """
 
-    __slots__ = ("gangs", "demand", "cross_machine", "cross_rack", "empty", "speeds")
+    __slots__ = ("gangs", "demand", "cross_machine", "cross_rack", "empty", "speeds", "profile")
 
     def __init__(self, profile: ModelProfile, remaining_by_gang: dict[int, GangWork]) -> None:
         tpi = profile.time_per_iteration
@@ -67,6 +67,7 @@ class RemainingWork:
                 self.demand += gang * jobs
         self.cross_machine = profile.cross_machine
         self.cross_rack = profile.cross_rack
+        self.profile = profile
         #: GPU type -> how many times faster than ``time_per_iteration`` (typed clusters)
         self.speeds = {t: profile.time_per_iteration / s for t, s in profile.type_times}
 
@@ -130,15 +131,6 @@ class RemainingWork:
             return 0.0
         return max(gpu_seconds / min(share, self.demand), longest)
 
-    def _factor(self, gang: int, shape: SetShape) -> float:
-        if gang <= shape.machine_max:
-            return 1.0
-        if gang <= shape.rack_max:
-            return self.cross_machine
-        if gang <= shape.count:
-            return self.cross_rack
-        return 0.0
-
     def _typed_time(self, parts: tuple[tuple[str, SetShape], ...], share: float | None) -> float:
         """``time_on`` (``share`` None) or ``time_on_share`` on a typed set.
 
@@ -154,8 +146,8 @@ class RemainingWork:
             best = 0.0
             best_factor = 0.0
             for gpu_type, part in parts:
-                factor = self._factor(gang, part)
-                effective = speeds[gpu_type] * factor
+                factor = self.profile.best_factor_on(gang, part)
+                effective = speeds.get(gpu_type, 1.0) * factor  # no types known: alike
                 if effective > best:
                     best, best_factor = effective, factor
             if best == 0.0:
@@ -167,15 +159,15 @@ class RemainingWork:
         if share is None:
             capacity = 0.0
             left = self.demand
-            for gpu_type, part in sorted(parts, key=lambda p: -speeds[p[0]]):
+            for gpu_type, part in sorted(parts, key=lambda p: -speeds.get(p[0], 1.0)):
                 used = min(part.count, left)
-                capacity += used * speeds[gpu_type]
+                capacity += used * speeds.get(gpu_type, 1.0)
                 left -= used
                 if not left:
                     break
         else:
             total = sum(part.count for _, part in parts)
-            mean = sum(part.count * speeds[t] for t, part in parts) / total
+            mean = sum(part.count * speeds.get(t, 1.0) for t, part in parts) / total
             capacity = min(share, self.demand) * mean
         return max(gpu_seconds / capacity, longest)
 

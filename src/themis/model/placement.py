@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from themis.model.cluster import Cluster
+from themis.model.profiles import ModelProfile
 
 
 class Packer:
@@ -47,6 +48,15 @@ class Packer:
             self.by_machine[self.cluster.machine_of[g]].remove(g)
         self.size -= len(gpus)
         return True
+
+    def give_back(self, gpus: Sequence[int]) -> None:
+        """Return GPUs taken from this pool (``take_exact`` undone)."""
+        machine_of = self.cluster.machine_of
+        for g in gpus:
+            free = self.by_machine.setdefault(machine_of[g], [])
+            free.append(g)
+            free.sort()
+        self.size += len(gpus)
 
     def peek(
         self,
@@ -209,3 +219,34 @@ def pack_gang(
 ) -> tuple[int, ...] | None:
     """Pick ``gang`` GPUs from ``available`` on the best span, or None if too few."""
     return Packer(cluster, available).peek(gang, machine_order)
+
+
+#: A running gang moves to another GPU type only if it runs at least this many times
+#: faster there: a move costs a restart, and equal speeds never justify one.
+MOVE_GAIN = 1.1
+
+
+def fastest_place(pool: Packer, gang: int, profile: ModelProfile) -> tuple[int, ...] | None:
+    """On a typed cluster, the GPUs of ``pool`` where a gang of this model runs fastest:
+    for each type, the packer's best spot in it, priced at the type's speed times the
+    spot's placement factor (None if no type holds the gang)."""
+    cluster = pool.cluster
+    best: tuple[int, ...] | None = None
+    best_rate = 0.0
+    for gpu_type in cluster.types:
+        gpus = pool.peek(gang, gpu_type=gpu_type)
+        if gpus is None:
+            continue
+        rate = profile.speed(gang, cluster.span(gpus), gpu_type)
+        if rate > best_rate:
+            best, best_rate = gpus, rate
+    return best
+
+
+def worth_moving(
+    cluster: Cluster, profile: ModelProfile, current: Sequence[int], there: Sequence[int]
+) -> bool:
+    """Whether a running gang on ``current`` gains enough by moving to ``there``."""
+    now = profile.speed(len(current), cluster.span(current), cluster.gang_type(current))
+    then = profile.speed(len(there), cluster.span(there), cluster.gang_type(there))
+    return then >= MOVE_GAIN * now

@@ -23,8 +23,11 @@ class ModelProfile:
     type_times: tuple[tuple[str, float], ...] = ()
 
     def time_on(self, gpu_type: str | None) -> float:
-        """Seconds per iteration on one GPU of ``gpu_type`` (None: an untyped GPU)."""
-        if gpu_type is None:
+        """Seconds per iteration on one GPU of ``gpu_type`` (None: an untyped GPU).
+
+        A profile that knows no type at all (the runtime's, from one ``step_time``) runs
+        alike on every type: gangs still never mix types, but types are not priced."""
+        if gpu_type is None or not self.type_times:
             return self.time_per_iteration
         for name, seconds in self.type_times:
             if name == gpu_type:

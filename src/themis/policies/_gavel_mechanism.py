@@ -22,6 +22,13 @@ Followed, in ``scheduler/scheduler.py`` of stanford-futuredata/gavel:
   there (the workers it was counted against stay idle);
 - ``_done_callback``: a job that ran adds its execution time in the round to its own
   counter and to the total (a job that finished mid-round too, before it is removed).
+
+On several GPU types every counter, deficit and priority above is kept per type
+(``_job_time_so_far[job][type]``, ``_worker_time_so_far[type]``, ``_deficits[type]``,
+``_priorities[type]``; ``TypedBooks``); ``_schedule_jobs_on_workers_helper(worker_types)``
+walks each type's sorted (job, type) entries, the types in the order ``v100, p100, k80``
+(``pick_typed``), and ``_schedule_jobs_on_workers`` assigns each type's jobs on its own
+workers (``assign(..., gpu_type)``).
 """
 
 from __future__ import annotations
@@ -137,16 +144,25 @@ def pick(order: Iterable[JobState], workers: int) -> list[JobState]:
 
 
 def assign(
-    cluster: Cluster, chosen: Sequence[JobState], allocation: Mapping[JobState, float]
+    cluster: Cluster,
+    chosen: Sequence[JobState],
+    allocation: Mapping[JobState, object],
+    gpu_type: str | None = None,
 ) -> dict[JobState, tuple[int, ...]]:
     """Workers for the chosen jobs, biggest gang first: a job keeps the GPUs it holds when
     none is taken yet; the others take GPUs server (machine) by server in topology order.
-    Jobs without an allocation are dropped here, as Gavel drops them."""
+    Jobs without an allocation are dropped here, as Gavel drops them.
+
+    On a typed cluster Gavel assigns each type's jobs on that type's workers only
+    (``gpu_type``): a job keeps last round's workers only if they are of this type."""
+    if cluster.typed and gpu_type is None:
+        raise ValueError("on a typed cluster, assign one GPU type at a time")
     servers = [
         list(gpus)
-        for _, gpus in sorted(
+        for machine, gpus in sorted(
             cluster.machine_gpus.items(), key=lambda kv: cluster.topology_rank[kv[1][0]]
         )
+        if gpu_type is None or cluster.machine_type[machine] == gpu_type
     ]
     taken: set[int] = set()
     placed: dict[JobState, tuple[int, ...]] = {}
@@ -154,17 +170,16 @@ def assign(
     for gang in sorted({j.gang for j in chosen}, reverse=True):
         group = [j for j in chosen if j.gang == gang]
         for job in group:  # keep last round's workers when all are still free
-            if job.gpus and not taken.intersection(job.gpus):
+            if (
+                job.gpus
+                and (gpu_type is None or all(cluster.type_of[g] == gpu_type for g in job.gpus))
+                and not taken.intersection(job.gpus)
+            ):
                 placed[job] = job.gpus
                 taken.update(job.gpus)
         for job in group:
             if job in placed or job not in allocation:
                 continue
-            if cluster.typed:
-                typed = _one_type(cluster, servers, taken, gang)
-                if typed is not None:
-                    placed[job] = typed
-                continue  # chosen by count: no one type may hold it this round
             gpus: list[int] = []
             while len(gpus) < gang and pointer < len(servers):
                 if not servers[pointer]:
@@ -175,31 +190,111 @@ def assign(
                     gpus.append(gpu)
                     taken.add(gpu)
             if len(gpus) != gang:
-                raise AssertionError("chosen jobs fit the cluster by count")
+                raise AssertionError("chosen jobs fit the cluster (or their type) by count")
             placed[job] = tuple(sorted(gpus))
     return placed
 
 
-def _one_type(
-    cluster: Cluster, servers: list[list[int]], taken: set[int], gang: int
-) -> tuple[int, ...] | None:
-    """Gavel's server-by-server walk kept inside one GPU type on a typed cluster: the
-    first type, in topology order, with ``gang`` untaken GPUs. (Gavel proper places each
-    job on the type its allocation chose; this is the type-blind walk.)"""
-    for gpu_type in cluster.types:
-        free = [
-            g
-            for gpus in servers
-            if gpus and cluster.type_of[gpus[0]] == gpu_type
-            for g in gpus
-            if g not in taken
-        ]
-        if len(free) >= gang:
-            chosen = free[:gang]
-            for gpus in servers:
-                for g in chosen:
-                    if g in gpus:
-                        gpus.remove(g)
-            taken.update(chosen)
-            return tuple(sorted(chosen))
-    return None
+# -- several GPU types -------------------------------------------------------------------------
+
+#: Gavel's allocation on a typed cluster: time fractions by job and GPU type.
+TypedSolver = Callable[[list[JobState]], Mapping[JobState, Mapping[str, float]]]
+
+#: ``_schedule_jobs_on_workers``: Gavel walks its worker types in this order (fastest
+#: first; no shuffle for its ``Perf`` policies). Other types follow in the cluster's order.
+GAVEL_TYPE_ORDER = ("v100", "p100", "k80")
+
+
+def type_order(types: Sequence[str]) -> list[str]:
+    """The cluster's GPU types in Gavel's walking order."""
+    known = [t for t in GAVEL_TYPE_ORDER if t in types]
+    return known + [t for t in types if t not in GAVEL_TYPE_ORDER]
+
+
+class TypedBooks:
+    """Gavel's accounting per (job, GPU type): one ``GavelBooks`` per type, sharing the
+    job list, the solve and the resets (Gavel's ``_job_time_so_far[job][type]``,
+    ``_worker_time_so_far[type]``, ``_deficits[type][job]``, ``_priorities[type][job]``)."""
+
+    def __init__(
+        self,
+        types: Sequence[str],
+        round_length: float = ROUND_SECONDS,
+        reset_interval: float = RESET_SECONDS,
+    ) -> None:
+        if not types:
+            raise ValueError("typed books need at least one GPU type")
+        self.types = tuple(types)
+        self.by_type = {t: GavelBooks(round_length, reset_interval) for t in self.types}
+        self._first = self.by_type[self.types[0]]
+
+    @property
+    def jobs(self) -> list[JobState]:
+        return list(self._first.job_time)
+
+    @property
+    def allocation(self) -> dict[JobState, dict[str, float]]:
+        """Time fractions of the last solve, by job and type."""
+        return {
+            job: {t: self.by_type[t].allocation[job] for t in self.types}
+            for job in self._first.allocation
+        }
+
+    def __contains__(self, job: JobState) -> bool:
+        return job in self._first.job_time
+
+    def add(self, job: JobState) -> None:
+        for books in self.by_type.values():
+            books.add(job)
+
+    def remove(self, job: JobState) -> None:
+        for books in self.by_type.values():
+            books.remove(job)
+
+    def ran(self, job: JobState, gpu_type: str, seconds: float, live: bool) -> None:
+        """``job`` executed ``seconds`` on ``gpu_type`` in the round that just ended."""
+        self.by_type[gpu_type].ran(job, seconds, live)
+
+    def reset_due(self, now: float) -> bool:
+        return self._first.reset_due(now)
+
+    def reset(self, now: float, solve: TypedSolver) -> None:
+        """One solve for every type; then each type's deficits and counters (Gavel's
+        ``_reset_time_run_so_far`` loops over the types with one allocation)."""
+        allocation = solve(self.jobs)
+        for t, books in self.by_type.items():
+            books.reset(now, _Column(allocation, t))
+
+    def queue(self, order: Sequence[str]) -> list[tuple[JobState, str]]:
+        """Gavel's ``sorted_job_queue`` without its global queue: each type's (job, type)
+        entries by (priority, deficit, allocation), highest first, the types one after
+        the other in ``order``."""
+        return [(job, t) for t in order for job in self.by_type[t].order()]
+
+
+class _Column:
+    """One type's column of a typed allocation, as a one-type solver."""
+
+    def __init__(self, allocation: Mapping[JobState, Mapping[str, float]], gpu_type: str) -> None:
+        self.column = {job: row[gpu_type] for job, row in allocation.items()}
+
+    def __call__(self, jobs: list[JobState]) -> Mapping[JobState, float]:
+        return self.column
+
+
+def pick_typed(
+    queue: Iterable[tuple[JobState, str]], workers: Mapping[str, int]
+) -> dict[JobState, str]:
+    """Gavel's ``_schedule_jobs_on_workers_helper``: walk the (job, type) queue; skip a
+    type with no worker left and a job already chosen; take the pair when the gang fits
+    the type's workers left. (Gavel also skips a type where the job's throughput is 0: here
+    that is a gang larger than the type, which the count already skips.)"""
+    left = dict(workers)
+    chosen: dict[JobState, str] = {}
+    for job, gpu_type in queue:
+        if left[gpu_type] == 0 or job in chosen:
+            continue
+        if job.gang <= left[gpu_type]:
+            chosen[job] = gpu_type
+            left[gpu_type] -= job.gang
+    return chosen

@@ -18,6 +18,13 @@ and ``max_min_fairness.py`` for the allocation (``_gavel_program``), and
   received since the last reset), then deficit, then allocation, and taken greedily while
   their gangs fit; the allocation and the time counters are renewed at most every 1920 s.
 
+On a typed cluster (``--cluster 1x4x8:v100+1x4x8:k80``) it is Gavel's heterogeneity-aware
+variant: the allocation is a time fraction per (job, GPU type) over the jobs' throughput
+matrix (``_gavel_program.solve_typed``), the books, deficits and priorities are per type,
+the (job, type) queue is walked type by type, fastest first, and each chosen job is placed
+on its type's servers (``_gavel_mechanism.TypedBooks``, ``pick_typed``, ``assign``). An
+untyped cluster takes the one-type path above, unchanged.
+
 Knowledge: remaining work is the job's declared total minus what it ran (Gavel's
 ``total_steps - steps_run``), and its speed the best placement's (Gavel's throughputs are
 per job type and gang, placement-unaware); the same estimates ``ftf-oracle`` reads.
@@ -28,12 +35,24 @@ afterwards from the apps' finish times, like every policy's. See docs/policies/g
 
 from __future__ import annotations
 
-from themis.model.cluster import Cluster
+from themis.model.cluster import Cluster, SetShape
 from themis.model.state import AppState, JobState
-from themis.policies._gavel_mechanism import ROUND_SECONDS, GavelBooks, Solver, assign, pick
-from themis.policies._gavel_program import JobLoad, solve
+from themis.policies._gavel_mechanism import (
+    ROUND_SECONDS,
+    GavelBooks,
+    Solver,
+    TypedBooks,
+    TypedSolver,
+    assign,
+    pick,
+    pick_typed,
+    type_order,
+)
+from themis.policies._gavel_program import JobLoad, TypedJobLoad, solve, solve_typed
 from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
+
+Gpus = tuple[int, ...]
 
 #: Calls this close (seconds) to the round's end are its end.
 _EPSILON = 1e-6
@@ -52,6 +71,11 @@ class GavelPolicy(Policy):
     def _start_run(self, cluster: Cluster | None) -> None:
         self._cluster = cluster
         self.books = GavelBooks(self.round_length)
+        #: Per (job, GPU type) books on a typed cluster (``books`` is then unused).
+        self.typed_books: TypedBooks | None = None
+        if cluster is not None and cluster.typed:
+            self.typed_books = TypedBooks(type_order(cluster.types), self.round_length)
+        self._ran_on: dict[JobState, str] = {}  # typed: the type each job of the round ran on
         self.round_start: float | None = None
         self.round_end: float | None = None
         self._ran: list[JobState] = []  # the jobs of the current round
@@ -71,6 +95,17 @@ class GavelPolicy(Policy):
         now = view.now
         self._close_round(now)
         live = [j for app in view.apps for j in app.jobs if j.finished_at is None]
+        if self.typed_books is not None:
+            placed = self._typed_round(view, live, self.typed_books)
+        else:
+            placed = self._untyped_round(view, live)
+        self.round_start = now
+        self.round_end = now + self.round_length
+        self._ran = list(placed)
+        return {job: Assignment(gpus, self.round_end) for job, gpus in placed.items()}
+
+    def _untyped_round(self, view: SchedulingView, live: list[JobState]) -> dict[JobState, Gpus]:
+        now = view.now
         books = self.books
         alive = set(live)
         for job in [j for j in books.job_time if j not in alive]:
@@ -88,10 +123,40 @@ class GavelPolicy(Policy):
             # queued; we always do, so that an idle cluster never waits for an arrival.
             books.reset(now, solver)
             placed = assign(view.cluster, pick(books.order(), view.cluster.size), books.allocation)
-        self.round_start = now
-        self.round_end = now + self.round_length
-        self._ran = list(placed)
-        return {job: Assignment(gpus, self.round_end) for job, gpus in placed.items()}
+        return placed
+
+    def _typed_round(
+        self, view: SchedulingView, live: list[JobState], books: TypedBooks
+    ) -> dict[JobState, Gpus]:
+        """Gavel on several GPU types: one allocation per (job, type), the (job, type)
+        queue walked type by type, each chosen job placed on its type's servers."""
+        now = view.now
+        alive = set(live)
+        for job in [j for j in books.jobs if j not in alive]:
+            books.remove(job)
+        for job in live:
+            if job not in books:
+                books.add(job)
+        solver = _typed_solver(view, now)
+        if books.reset_due(now):
+            books.reset(now, solver)
+        placed = self._place_typed(view.cluster, books)
+        if not placed and live:
+            books.reset(now, solver)  # as in the untyped round
+            placed = self._place_typed(view.cluster, books)
+        return placed
+
+    def _place_typed(self, cluster: Cluster, books: TypedBooks) -> dict[JobState, Gpus]:
+        workers = {t: part.count for t, part in cluster.shape.parts}
+        chosen = pick_typed(books.queue(books.types), workers)
+        placed: dict[JobState, Gpus] = {}
+        self._ran_on = {}
+        for gpu_type in books.types:
+            jobs = [job for job, t in chosen.items() if t == gpu_type]
+            got = assign(cluster, jobs, books.by_type[gpu_type].allocation, gpu_type)
+            placed.update(got)
+            self._ran_on.update(dict.fromkeys(got, gpu_type))
+        return placed
 
     def _close_round(self, now: float) -> None:
         """Charge each job of the round that ends its execution time (Gavel's
@@ -101,7 +166,11 @@ class GavelPolicy(Policy):
         last = min(now, self.round_end)
         for job in self._ran:
             end = last if job.finished_at is None else min(job.finished_at, last)
-            self.books.ran(job, max(0.0, end - self.round_start), job.finished_at is None)
+            seconds = max(0.0, end - self.round_start)
+            if self.typed_books is not None:
+                self.typed_books.ran(job, self._ran_on[job], seconds, job.finished_at is None)
+            else:
+                self.books.ran(job, seconds, job.finished_at is None)
         self._ran = []
 
 
@@ -120,6 +189,50 @@ def _solver(view: SchedulingView, now: float) -> Solver:
         return dict(zip(kept, allocation.fractions, strict=True))
 
     return solve_jobs
+
+
+def _typed_solver(view: SchedulingView, now: float) -> TypedSolver:
+    """Gavel's heterogeneity-aware allocation over the given jobs: time fractions by job
+    and GPU type."""
+    cluster = view.cluster
+    parts = cluster.shape.parts
+    capacities = [float(part.count) for _, part in parts]
+
+    def solve_jobs(jobs: list[JobState]) -> dict[JobState, dict[str, float]]:
+        loads = []
+        kept = []
+        for job in jobs:
+            load = _typed_load(job, parts, now)
+            if load is not None:
+                loads.append(load)
+                kept.append(job)
+        allocation = solve_typed(loads, capacities)
+        return {
+            job: {t: x for (t, _), x in zip(parts, row, strict=True)}
+            for job, row in zip(kept, allocation.fractions, strict=True)
+        }
+
+    return solve_jobs
+
+
+def _typed_load(
+    job: JobState, parts: tuple[tuple[str, SetShape], ...], now: float
+) -> TypedJobLoad | None:
+    """A job's row of Gavel's throughput matrix: iterations per second holding its gang
+    at its best placement on each type (0 where the gang does not fit), with its declared
+    remaining iterations; None when it has no work left or fits no type."""
+    remaining = job.remaining_at(now)
+    if remaining <= 0:
+        return None
+    app = job.app
+    profile = app.profile
+    gang = job.gang
+    speeds = tuple(
+        gang * profile.best_factor_on(gang, part) / profile.time_on(t) for t, part in parts
+    )
+    if not any(s > 0 for s in speeds):
+        return None
+    return TypedJobLoad(max(0.0, now - app.arrival), remaining, gang, speeds)
 
 
 def _job_load(app: AppState, job: JobState, cluster: Cluster, now: float) -> JobLoad | None:

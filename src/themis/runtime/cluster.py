@@ -87,11 +87,15 @@ def read_inventory(nodes: Sequence[Mapping[str, Any]]) -> Inventory:
         key=lambda i: (i.rack, i.node_id),
     )
     rack_index = {r: k for k, r in enumerate(dict.fromkeys(i.rack for i in infos))}
+    # A cluster is typed throughout or not at all: nodes Ray reports no accelerator type
+    # for, among typed ones, form a type of their own (gangs never mix types).
+    typed = any(i.gpu_type for i in infos)
     gpus: list[Gpu] = []
     slots: list[Slot] = []
     for machine, info in enumerate(infos):
         for slot in range(info.gpus):
             name = f"{info.rack}/{info.node_id[:8]}/g{slot}"
-            gpus.append(Gpu(len(gpus), name, machine, rack_index[info.rack], info.gpu_type))
+            gpu_type = info.gpu_type or ("unknown" if typed else None)
+            gpus.append(Gpu(len(gpus), name, machine, rack_index[info.rack], gpu_type))
             slots.append((info.node_id, slot))
     return Inventory(Cluster(gpus) if gpus else None, tuple(slots), tuple(infos))
