@@ -381,11 +381,14 @@ class LocalResolver:
         self.small = _highs._Highs()  # one HiGHS object, cleared for each small LP
         self.small.setOptionValue("output_flag", False)
         self.small.setOptionValue("presolve", "off")  # small and sparse: presolve costs more
+        # primal simplex: its optimum needs fewer rounds of growing S here than the dual's
+        self.small.setOptionValue("simplex_strategy", 4)
         self.solves = 0  # small LPs solved (for tests and benchmarks)
 
-    def solve_without(self, position: int) -> np.ndarray | None:
-        """Per bidder its entry (or -1) in a certified optimum of the auction without the
-        bidder at ``position``; None without a proof in ``LOCAL_ROUNDS`` solves."""
+    def solve_without(self, position: int) -> tuple[float, list[tuple[int, int]]] | None:
+        """A certified optimum of the auction without the bidder at ``position``: its
+        value and how it differs from x* (bidder position, its new entry or -1); None
+        without a proof in ``LOCAL_ROUNDS`` solves."""
         lp = self.lp
         n = lp.n_bidders
         y0 = self.prices
@@ -440,18 +443,20 @@ class LocalResolver:
             choice[lp.bidder_of[chosen]] = chosen
             prices = blocked_price
             prices[gpus] = duals
-            if self._proves(choice, chosen, prices, position):
-                return choice
-            return None
+            value = self._proves(choice, chosen, prices, position)
+            if value is None:
+                return None
+            differ = np.flatnonzero(choice != self.win)
+            return value, list(zip(differ.tolist(), choice[differ].tolist(), strict=True))
         return None
 
     def _proves(
         self, choice: np.ndarray, chosen: np.ndarray, prices: np.ndarray, position: int
-    ) -> bool:
-        """Whether ``choice`` (per bidder its entry or -1; ``chosen`` the entries that
-        differ from x*, which avoid the GPUs of the unchanged ones) is feasible and within
-        the tolerance of the weak-duality bound at ``prices`` over every entry, the bidder
-        at ``position`` left out.
+    ) -> float | None:
+        """The value of ``choice`` (per bidder its entry or -1; ``chosen`` the entries
+        that differ from x*, which avoid the GPUs of the unchanged ones) if it is feasible
+        and within the tolerance of the weak-duality bound at ``prices`` over every entry,
+        the bidder at ``position`` left out; else None.
 
         Only what differs from x*'s proof is recomputed: the entries on GPUs whose price
         changed are re-priced (the others keep their reduced profit at x*'s prices, the
@@ -462,7 +467,7 @@ class LocalResolver:
         # x*'s unchanged choices are disjoint (x* is proven feasible), and the new ones
         # avoid their GPUs (checked by the caller): only the new ones are checked here.
         if not lp.feasible(chosen):
-            return False  # pragma: no cover - an LP vertex within its tolerances
+            return None  # pragma: no cover - an LP vertex within its tolerances
         changed = np.flatnonzero(prices != self.prices)
         seg, _ = _segments(lp.gpu_ptr, changed)
         mark = np.zeros(len(lp.flat), dtype=bool)
@@ -486,7 +491,7 @@ class LocalResolver:
         value = math.fsum(
             [self.value] + lp.gains[new[new >= 0]].tolist() + (-lp.gains[old[old >= 0]]).tolist()
         )
-        return bound + ROUNDING <= value + lp.tolerance
+        return value if bound + ROUNDING <= value + lp.tolerance else None
 
     def _solve_small(
         self,
@@ -543,6 +548,17 @@ class LocalResolver:
             index,
             np.ones(len(index)),
         )
+        # Start from x* (S's choices at 1, every slack basic): a feasible basis, so the
+        # primal simplex only makes the few moves the freed GPUs allow.
+        status = _highs.HighsBasisStatus
+        start = self.win[members]
+        at_one = np.zeros(n, dtype=bool)
+        at_one[np.searchsorted(inner, start[start >= 0])] = True
+        basis = _highs.HighsBasis()
+        basis.col_status = [status.kUpper if one else status.kLower for one in at_one.tolist()]
+        basis.row_status = [status.kBasic] * height
+        basis.valid = True
+        highs.setBasis(basis)
         highs.run()
         self.solves += 1
         if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:

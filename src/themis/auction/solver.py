@@ -205,12 +205,16 @@ def _solve_all_lp(
             without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
             continue
         if local is not None:
-            choice = local.solve_without(position[bidder])
-            if choice is not None:
-                entries = choice[choice >= 0].tolist()
-                value = math.fsum(lp.gains[entries].tolist())
+            answer = local.solve_without(position[bidder])
+            if answer is not None:
+                value, changes = answer
                 if value > incumbent + TOLERANCE:
-                    found = {lp.flat[k].bidder: lp.flat[k] for k in entries}
+                    found = dict(best.chosen)
+                    for k, entry in changes:
+                        if entry < 0:
+                            del found[groups[k][0].bidder]
+                        else:
+                            found[groups[k][0].bidder] = lp.flat[entry]
                     without[bidder] = Solution(value, found)
                 else:
                     without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
