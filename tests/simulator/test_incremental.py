@@ -45,7 +45,7 @@ def _both(workload, cluster: Cluster, policy: str, options: PolicyOptions, **kw)
 
 
 @pytest.mark.parametrize("policy", INCREMENTAL)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_changes_make_the_run_the_full_schedule_makes(policy: str, scenario: tuple) -> None:
     workload, cluster, options, window = scenario

@@ -12,7 +12,7 @@ from __future__ import annotations
 from themis.agent.app_scheduler import waiting_order
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies.base import Assignment, Policy, Schedule, SchedulingView
+from themis.policies.base import Assignment, Changes, Policy, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
@@ -43,6 +43,17 @@ def water_fill(capacity: int, demands: list[int]) -> list[int]:
 class MaxMinPolicy(Policy):
     name = "max-min"
     description = "instantaneous equal GPU share among active apps (water-filling)"
+    incremental = True
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """The round ``schedule`` makes, as what changes (``_Round``): no schedule of every
+        running job, no index of them; each app's queue is built only when the round
+        looks at it, victims come from the apps above their share (each app's running
+        jobs sorted once per app version), and a placement's trial copies nothing unless
+        it has to preempt."""
+        if view.order is None:
+            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        return _Round(view).run()
 
     def schedule(self, view: SchedulingView) -> Schedule:
         apps = list(view.apps)
@@ -189,3 +200,201 @@ class _Scheduled:
                 if best_key is None or key > best_key:
                     best, best_key = j, key
         return best
+
+
+class _Round:
+    """One round of ``MaxMinPolicy.changes``: the state ``schedule`` keeps in a full
+    schedule, kept as what changes (see ``changes``)."""
+
+    def __init__(self, view: SchedulingView) -> None:
+        self.view = view
+        apps = view.apps
+        self.apps = apps
+        order = view.order
+        assert order is not None
+        self.rank = order
+        self.shares = dict(
+            zip(
+                (a.app_id for a in apps),
+                water_fill(view.cluster.size, [a.demand() for a in apps]),
+                strict=True,
+            )
+        )
+        self.held = {a.app_id: len(a.held()) for a in apps}
+        self.base_held = dict(self.held)
+        self.free = set(view.free if view.free is not None else view.free_gpus())
+        self.queues: dict[str, list[JobState]] = {}
+        self.start: Schedule = {}  # placed this round, in schedule order
+        self.stop: list[JobState] = []  # running jobs preempted (and not placed again)
+        self.popped: set[JobState] = set()  # running jobs out of the schedule
+        self.seq = 0  # placement order: the tail of the full schedule
+        self.placed_at: dict[JobState, int] = {}
+        # apps above their share: victims come from these
+        self.over = {a.app_id: a for a in apps if self.held[a.app_id] > self.shares[a.app_id]}
+        self._sorted: dict[str, tuple[int, list[JobState]]] = {}
+
+    # -- queues and keys ----------------------------------------------------------------
+
+    def queue(self, app: AppState) -> list[JobState]:
+        """``schedule``'s queue of the app: its idle jobs, longest remaining first (what
+        ``waiting_order`` gives without its running jobs), as changed this round."""
+        q = self.queues.get(app.app_id)
+        if q is None:
+            q = self.queues[app.app_id] = app.idle_jobs()
+        return q
+
+    def waiting(self, app: AppState) -> bool:
+        q = self.queues.get(app.app_id)
+        if q is not None:
+            return bool(q)
+        return app.demand() > self.base_held[app.app_id]  # idle jobs exist
+
+    def ratio_key(self, app: AppState) -> tuple[float, float, int]:
+        """``schedule``'s sort key (held / share, arrival), ties in the order of apps."""
+        return (
+            self.held[app.app_id] / max(self.shares[app.app_id], 1),
+            app.arrival,
+            self.rank[app],
+        )
+
+    def scheduled(self, job: JobState) -> bool:
+        return job in self.start or (bool(job.gpus) and job not in self.popped)
+
+    # -- victims ------------------------------------------------------------------------
+
+    def running_newest_first(self, app: AppState) -> list[JobState]:
+        """The app's running jobs, best victim first: latest start, then the first in
+        schedule order (lowest index); cached per app version."""
+        cached = self._sorted.get(app.app_id)
+        if cached is None or cached[0] != app.version:
+            jobs = sorted(app.running_jobs(), key=lambda j: (-(j.started_at or 0.0), j.index))
+            cached = self._sorted[app.app_id] = (app.version, jobs)
+        return cached[1]
+
+    def newest_victim(
+        self, mine: str, chosen: list[JobState], taken: dict[str, int]
+    ) -> JobState | None:
+        """What ``_Scheduled.newest_victim`` picks (``taken``: GPUs already chosen away
+        from each app): over the scheduled jobs of apps that stay at or above their share
+        without them (not ``mine``, not already chosen), the newest started, then the app
+        that arrived last, then the first in schedule order (running jobs in the order of
+        apps and jobs, then the jobs placed this round in placement order)."""
+        best: JobState | None = None
+        best_key: tuple | None = None
+        shares, held = self.shares, self.held
+        for app_id, app in self.over.items():
+            extra = held[app_id] - taken.get(app_id, 0) - shares[app_id]
+            if extra <= 0 or app_id == mine:
+                continue
+            for j in self.running_newest_first(app):
+                if j.gang <= extra and j not in self.popped and j not in chosen:
+                    key: tuple = (j.started_at or 0.0, app.arrival, 1, -self.rank[app], -j.index)
+                    if best_key is None or key > best_key:
+                        best, best_key = j, key
+                    break
+            for j, seq in self.placed_at.items():
+                if j.app is app and j.gang <= extra and j not in chosen:
+                    key = (j.started_at or 0.0, app.arrival, 0, -seq)
+                    if best_key is None or key > best_key:
+                        best, best_key = j, key
+        return best
+
+    def grant_of(self, job: JobState) -> tuple[int, ...]:
+        grant = self.start.get(job)
+        return grant.gpus if grant is not None else job.gpus
+
+    def place(self, job: JobState) -> tuple[tuple[int, ...], list[JobState]] | None:
+        """``MaxMinPolicy._place`` on this round's state."""
+        cluster = self.view.cluster
+        trial_free = self.free
+        taken: dict[str, int] = {}
+        chosen: list[JobState] = []
+        while True:
+            gpus = pack_gang(cluster, trial_free, job.gang)
+            if gpus is not None:
+                for victim in chosen:
+                    self.free.update(self.grant_of(victim))
+                    if victim in self.start:
+                        del self.start[victim]
+                        del self.placed_at[victim]
+                    else:
+                        self.popped.add(victim)
+                    self.set_held(victim.app, self.held[victim.app.app_id] - victim.gang)
+                self.free.difference_update(gpus)
+                return gpus, chosen
+            newest = self.newest_victim(job.app.app_id, chosen, taken)
+            if newest is None:
+                return None
+            chosen.append(newest)
+            if trial_free is self.free:
+                trial_free = set(self.free)
+            trial_free.update(self.grant_of(newest))
+            taken[newest.app.app_id] = taken.get(newest.app.app_id, 0) + newest.gang
+
+    def add(self, job: JobState, gpus: tuple[int, ...]) -> None:
+        self.start[job] = Assignment(gpus)
+        self.placed_at[job] = self.seq
+        self.seq += 1
+
+    def run(self) -> Changes:
+        """``MaxMinPolicy.schedule``'s round, step for step."""
+        cand = {
+            a.app_id: a
+            for a in self.apps
+            if self.held[a.app_id] < self.shares[a.app_id] and self.waiting(a)
+        }
+
+        def touch(app: AppState) -> None:
+            if self.held[app.app_id] < self.shares[app.app_id] and self.waiting(app):
+                cand[app.app_id] = app
+            else:
+                cand.pop(app.app_id, None)
+
+        progress = True
+        while progress:
+            progress = False
+            for app in sorted(cand.values(), key=self.ratio_key):
+                queue = self.queue(app)
+                job = queue[0]
+                placed = self.place(job)
+                if placed is None:
+                    queue.pop(0)  # cannot run now; try its next job
+                    touch(app)
+                    progress = True
+                    continue
+                gpus, preempted = placed
+                for victim in preempted:  # may still run on GPUs nobody below share can use
+                    self.queue(victim.app).insert(0, victim)
+                    touch(victim.app)
+                self.add(job, gpus)
+                queue.pop(0)
+                self.set_held(app, self.held[app.app_id] + len(gpus))
+                touch(app)
+                progress = True
+                break
+        # Work conservation: whatever is still free goes to whoever can use it.
+        free = self.free
+        if free:
+            cluster = self.view.cluster
+            # (apps with nothing waiting would try nothing: left out before sorting)
+            for app in sorted((a for a in self.apps if self.waiting(a)), key=self.ratio_key):
+                for job in self.queue(app):
+                    if not free:
+                        break
+                    if self.scheduled(job) or job.gang > len(free):
+                        continue
+                    packed = pack_gang(cluster, free, job.gang)
+                    if packed is not None:
+                        self.add(job, packed)
+                        free.difference_update(packed)
+                        self.held[app.app_id] += len(packed)
+                if not free:
+                    break
+        return Changes([j for j in self.popped if j not in self.start], self.start)
+
+    def set_held(self, app: AppState, value: int) -> None:
+        self.held[app.app_id] = value
+        if value > self.shares[app.app_id]:
+            self.over[app.app_id] = app
+        else:
+            self.over.pop(app.app_id, None)
