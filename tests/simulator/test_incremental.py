@@ -93,6 +93,19 @@ def test_the_pool_carves_what_a_packer_would(spec: str, seed: int) -> None:
             gang = rng.choice((1, 1, 2, 3, 4, 8, 12, 16))
             assert pool.take(gang) == packer.take(gang)
             assert len(pool) == len(packer)
+        # drafted additions and removals: peeks as a Packer of the drafted set
+        drafted = set(pool)
+        for _ in range(rng.randint(0, 4)):
+            some = rng.sample(range(cluster.size), rng.randint(0, 6))
+            if rng.random() < 0.5:
+                pool.draft_add(some)
+                drafted.update(some)
+            else:
+                pool.draft_remove(some)
+                drafted.difference_update(some)
+            gang = rng.choice((1, 2, 4, 8))
+            assert set(pool) == drafted
+            assert pool.peek(gang) == Packer(cluster, drafted).peek(gang)
         pool.restore()
         assert set(pool) == free
         for g in rng.sample(range(cluster.size), rng.randint(0, cluster.size)):

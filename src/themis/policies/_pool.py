@@ -13,7 +13,8 @@ with exactly the GPUs ``Packer`` would return on the same free set
 (``tests/policies/test_pool.py`` checks it against ``Packer`` on random pools).
 
 A policy may ``take`` from the pool during its round (as from a ``Packer`` built on the
-free GPUs); the simulator then ``restore``s what it took before applying the round.
+free GPUs), or draft other changes (``draft_add``, ``draft_remove``); the simulator then
+``restore``s the pool before applying the round.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class FreePool(AbstractSet[int]):
         # count -> machines with exactly that many free GPUs, ascending (count >= 1)
         self.buckets: list[list[int]] = [[] for _ in range(widest + 1)]
         self.rack_free: dict[int, int] = dict.fromkeys(self.machines_of_rack, 0)
-        self.taken: list[int] = []  # what a policy took this round (``restore``)
+        self.taken: list[int] = []  # a policy's draft changes this round (``restore``)
         for g in free:
             self.add(g)
 
@@ -97,18 +98,33 @@ class FreePool(AbstractSet[int]):
 
     def take(self, gang: int) -> tuple[int, ...] | None:
         """Remove and return the GPUs ``Packer(cluster, free).take(gang)`` would (untyped
-        clusters), or None if fewer than ``gang`` are free. Remembered for ``restore``."""
+        clusters), or None if fewer than ``gang`` are free. Undone by ``restore``."""
         gpus = self.peek(gang)
         if gpus is not None:
-            for g in gpus:
-                self.remove(g)
-            self.taken.extend(gpus)
+            self.draft_remove(gpus)
         return gpus
 
+    def draft_remove(self, gpus: Iterable[int]) -> None:
+        """Remove these (free) GPUs for this round only: undone by ``restore``."""
+        for g in gpus:
+            if g in self.free:
+                self.remove(g)
+                self.taken.append(g)
+
+    def draft_add(self, gpus: Iterable[int]) -> None:
+        """Add these GPUs for this round only: undone by ``restore``."""
+        for g in gpus:
+            if g not in self.free:
+                self.add(g)
+                self.taken.append(~g)  # ~g: an addition to undo
+
     def restore(self) -> None:
-        """Give back everything ``take`` removed since the last ``restore``."""
-        for g in self.taken:
-            self.add(g)
+        """Undo every draft change since the last ``restore``, last first."""
+        for g in reversed(self.taken):
+            if g >= 0:
+                self.add(g)
+            else:
+                self.remove(~g)
         self.taken.clear()
 
     def peek(self, gang: int) -> tuple[int, ...] | None:

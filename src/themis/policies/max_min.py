@@ -9,9 +9,12 @@ GPUs nobody below its share can use go to the apps with the smallest held/share 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from themis.agent.app_scheduler import waiting_order
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
+from themis.policies._pool import FreePool
 from themis.policies.base import Assignment, Changes, Policy, Schedule, SchedulingView
 from themis.policies.registry import register
 
@@ -202,6 +205,27 @@ class _Scheduled:
         return best
 
 
+class _FreeSet:
+    """The free GPUs as a set, with ``FreePool``'s drafting interface (typed clusters, or
+    a view without the simulator's pool)."""
+
+    def __init__(self, view: SchedulingView) -> None:
+        self.cluster = view.cluster
+        self.gpus = set(view.free if view.free is not None else view.free_gpus())
+
+    def __len__(self) -> int:
+        return len(self.gpus)
+
+    def peek(self, gang: int) -> tuple[int, ...] | None:
+        return pack_gang(self.cluster, self.gpus, gang)
+
+    def draft_add(self, gpus: Iterable[int]) -> None:
+        self.gpus.update(gpus)
+
+    def draft_remove(self, gpus: Iterable[int]) -> None:
+        self.gpus.difference_update(gpus)
+
+
 class _Round:
     """One round of ``MaxMinPolicy.changes``: the state ``schedule`` keeps in a full
     schedule, kept as what changes (see ``changes``)."""
@@ -222,7 +246,13 @@ class _Round:
         )
         self.held = {a.app_id: len(a.held()) for a in apps}
         self.base_held = dict(self.held)
-        self.free = set(view.free if view.free is not None else view.free_gpus())
+        # The free GPUs: the simulator's pool when it packs as ``pack_gang`` does (drafted
+        # changes, undone by the simulator after the round), else a set.
+        self.free: FreePool | _FreeSet = (
+            view.free
+            if isinstance(view.free, FreePool) and not view.cluster.typed
+            else _FreeSet(view)
+        )
         self.queues: dict[str, list[JobState]] = {}
         self.start: Schedule = {}  # placed this round, in schedule order
         self.stop: list[JobState] = []  # running jobs preempted (and not placed again)
@@ -304,31 +334,32 @@ class _Round:
         return grant.gpus if grant is not None else job.gpus
 
     def place(self, job: JobState) -> tuple[tuple[int, ...], list[JobState]] | None:
-        """``MaxMinPolicy._place`` on this round's state."""
-        cluster = self.view.cluster
-        trial_free = self.free
+        """``MaxMinPolicy._place`` on this round's state: the victims' GPUs are added to
+        the free ones while trying (and taken back if the gang still does not fit)."""
+        free = self.free
+        given: list[int] = []
         taken: dict[str, int] = {}
         chosen: list[JobState] = []
         while True:
-            gpus = pack_gang(cluster, trial_free, job.gang)
+            gpus = free.peek(job.gang)
             if gpus is not None:
                 for victim in chosen:
-                    self.free.update(self.grant_of(victim))
                     if victim in self.start:
                         del self.start[victim]
                         del self.placed_at[victim]
                     else:
                         self.popped.add(victim)
                     self.set_held(victim.app, self.held[victim.app.app_id] - victim.gang)
-                self.free.difference_update(gpus)
+                free.draft_remove(gpus)
                 return gpus, chosen
             newest = self.newest_victim(job.app.app_id, chosen, taken)
             if newest is None:
+                free.draft_remove(given)
                 return None
             chosen.append(newest)
-            if trial_free is self.free:
-                trial_free = set(self.free)
-            trial_free.update(self.grant_of(newest))
+            grant = self.grant_of(newest)
+            free.draft_add(grant)
+            given.extend(grant)
             taken[newest.app.app_id] = taken.get(newest.app.app_id, 0) + newest.gang
 
     def add(self, job: JobState, gpus: tuple[int, ...]) -> None:
@@ -374,21 +405,20 @@ class _Round:
                 break
         # Work conservation: whatever is still free goes to whoever can use it.
         free = self.free
-        if free:
-            cluster = self.view.cluster
+        if len(free):
             # (apps with nothing waiting would try nothing: left out before sorting)
             for app in sorted((a for a in self.apps if self.waiting(a)), key=self.ratio_key):
                 for job in self.queue(app):
-                    if not free:
+                    if not len(free):
                         break
                     if self.scheduled(job) or job.gang > len(free):
                         continue
-                    packed = pack_gang(cluster, free, job.gang)
+                    packed = free.peek(job.gang)
                     if packed is not None:
                         self.add(job, packed)
-                        free.difference_update(packed)
+                        free.draft_remove(packed)
                         self.held[app.app_id] += len(packed)
-                if not free:
+                if not len(free):
                     break
         return Changes([j for j in self.popped if j not in self.start], self.start)
 
