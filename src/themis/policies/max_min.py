@@ -15,7 +15,14 @@ from themis.agent.app_scheduler import waiting_order
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies._pool import FreePool
-from themis.policies.base import Assignment, Changes, Policy, Schedule, SchedulingView
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 from themis.policies.registry import register
 
 
@@ -42,11 +49,47 @@ def water_fill(capacity: int, demands: list[int]) -> list[int]:
     return shares
 
 
+def fast_water_fill(capacity: int, demands: list[int]) -> list[int]:
+    """``water_fill``'s shares in closed form: every demand met if they fit; else the
+    highest level L with ``sum(min(d, L)) <= capacity`` caps each demand, and the
+    ``capacity - sum(min(d, L))`` GPUs left (fewer than the apps above L) go one each to
+    the first apps above L, as ``water_fill``'s last pass gives its remainder
+    (tests/policies/test_policies.py checks the two against each other)."""
+    total = sum(demands)
+    if total <= capacity:
+        return list(demands)
+    ordered = sorted(demands)
+    n = len(ordered)
+    below = 0  # sum of the demands met in full
+    for k, d in enumerate(ordered):
+        if below + d * (n - k) > capacity:
+            level = (capacity - below) // (n - k)
+            left = capacity - below - level * (n - k)
+            break
+        below += d
+    else:  # pragma: no cover - total > capacity breaks above
+        return list(demands)
+    shares = [d if d <= level else level for d in demands]
+    if left:
+        for i, d in enumerate(demands):
+            if d > level:
+                shares[i] += 1
+                left -= 1
+                if not left:
+                    break
+    return shares
+
+
 @register
 class MaxMinPolicy(Policy):
     name = "max-min"
     description = "instantaneous equal GPU share among active apps (water-filling)"
     incremental = True
+
+    def __init__(self, options: PolicyOptions) -> None:
+        super().__init__(options)
+        # per app id: (its version, its running jobs, best victim first)
+        self._newest_first: dict[str, tuple[int, list[JobState]]] = {}
 
     def changes(self, view: SchedulingView) -> Changes:
         """The round ``schedule`` makes, as what changes (``_Round``): no schedule of every
@@ -56,7 +99,10 @@ class MaxMinPolicy(Policy):
         it has to preempt."""
         if view.order is None:
             return super().changes(view)  # pragma: no cover - the simulator keeps books
-        return _Round(view).run()
+        if len(self._newest_first) > 4 * len(view.apps) + 64:
+            active = {a.app_id for a in view.apps}
+            self._newest_first = {k: v for k, v in self._newest_first.items() if k in active}
+        return _Round(view, self._newest_first).run()
 
     def schedule(self, view: SchedulingView) -> Schedule:
         apps = list(view.apps)
@@ -230,21 +276,30 @@ class _Round:
     """One round of ``MaxMinPolicy.changes``: the state ``schedule`` keeps in a full
     schedule, kept as what changes (see ``changes``)."""
 
-    def __init__(self, view: SchedulingView) -> None:
+    def __init__(
+        self, view: SchedulingView, newest_first: dict[str, tuple[int, list[JobState]]]
+    ) -> None:
         self.view = view
         apps = view.apps
         self.apps = apps
         order = view.order
         assert order is not None
         self.rank = order
-        self.shares = dict(
-            zip(
-                (a.app_id for a in apps),
-                water_fill(view.cluster.size, [a.demand() for a in apps]),
-                strict=True,
-            )
-        )
-        self.held = {a.app_id: len(a.held()) for a in apps}
+        # one pass over the apps: demands, GPUs held, and who has jobs waiting
+        ids = []
+        demands = []
+        held_list = []
+        self.waiting_apps: list[AppState] = []  # apps with idle jobs at the round's start
+        for a in apps:
+            d = a.demand()
+            h = len(a.held())
+            ids.append(a.app_id)
+            demands.append(d)
+            held_list.append(h)
+            if d > h:
+                self.waiting_apps.append(a)
+        self.shares = dict(zip(ids, fast_water_fill(view.cluster.size, demands), strict=True))
+        self.held = dict(zip(ids, held_list, strict=True))
         self.base_held = dict(self.held)
         # The free GPUs: the simulator's pool when it packs as ``pack_gang`` does (drafted
         # changes, undone by the simulator after the round), else a set.
@@ -260,8 +315,10 @@ class _Round:
         self.seq = 0  # placement order: the tail of the full schedule
         self.placed_at: dict[JobState, int] = {}
         # apps above their share: victims come from these
-        self.over = {a.app_id: a for a in apps if self.held[a.app_id] > self.shares[a.app_id]}
-        self._sorted: dict[str, tuple[int, list[JobState]]] = {}
+        shares = self.shares
+        self.over = {a.app_id: a for a in apps if self.held[a.app_id] > shares[a.app_id]}
+        self._sorted = newest_first  # kept by the policy from round to round
+        self.victim_apps: list[AppState] = []  # apps whose queues got victims back
 
     # -- queues and keys ----------------------------------------------------------------
 
@@ -369,11 +426,8 @@ class _Round:
 
     def run(self) -> Changes:
         """``MaxMinPolicy.schedule``'s round, step for step."""
-        cand = {
-            a.app_id: a
-            for a in self.apps
-            if self.held[a.app_id] < self.shares[a.app_id] and self.waiting(a)
-        }
+        held, shares = self.held, self.shares
+        cand = {a.app_id: a for a in self.waiting_apps if held[a.app_id] < shares[a.app_id]}
 
         def touch(app: AppState) -> None:
             if self.held[app.app_id] < self.shares[app.app_id] and self.waiting(app):
@@ -396,6 +450,7 @@ class _Round:
                 gpus, preempted = placed
                 for victim in preempted:  # may still run on GPUs nobody below share can use
                     self.queue(victim.app).insert(0, victim)
+                    self.victim_apps.append(victim.app)
                     touch(victim.app)
                 self.add(job, gpus)
                 queue.pop(0)
@@ -406,8 +461,10 @@ class _Round:
         # Work conservation: whatever is still free goes to whoever can use it.
         free = self.free
         if len(free):
-            # (apps with nothing waiting would try nothing: left out before sorting)
-            for app in sorted((a for a in self.apps if self.waiting(a)), key=self.ratio_key):
+            # (apps with nothing waiting would try nothing: left out before sorting; an
+            # app waits now if it did at the start or got a victim back)
+            waiting = {a.app_id: a for a in self.waiting_apps + self.victim_apps}
+            for app in sorted((a for a in waiting.values() if self.waiting(a)), key=self.ratio_key):
                 for job in self.queue(app):
                     if not len(free):
                         break
