@@ -531,11 +531,15 @@ class LocalResolver:
         highs = self.small
         highs.clearModel()
         height = len(members) + len(gpus)
-        rows = _highs.HighsLp()
-        rows.num_row_ = height
-        rows.row_lower_ = np.full(height, -_highs.kHighsInf)
-        rows.row_upper_ = np.ones(height)
-        highs.passModel(rows)
+        highs.addRows(
+            height,
+            np.full(height, -_highs.kHighsInf),
+            np.ones(height),
+            0,
+            np.zeros(height, dtype=np.int32),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0),
+        )
         n = len(entries)
         worth = np.concatenate((inner_worth, outer_worth))
         highs.addCols(
