@@ -88,8 +88,7 @@ class MaxMinPolicy(Policy):
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
-        # per app id: (its version, its running jobs, best victim first)
-        self._newest_first: dict[str, tuple[int, list[JobState]]] = {}
+        self._books = _Books()
 
     def changes(self, view: SchedulingView) -> Changes:
         """The round ``schedule`` makes, as what changes (``_Round``): no schedule of every
@@ -97,12 +96,10 @@ class MaxMinPolicy(Policy):
         looks at it, victims come from the apps above their share (each app's running
         jobs sorted once per app version), and a placement's trial copies nothing unless
         it has to preempt."""
-        if view.order is None:
+        if view.order is None or view.changed is None:
             return super().changes(view)  # pragma: no cover - the simulator keeps books
-        if len(self._newest_first) > 4 * len(view.apps) + 64:
-            active = {a.app_id for a in view.apps}
-            self._newest_first = {k: v for k, v in self._newest_first.items() if k in active}
-        return _Round(view, self._newest_first).run()
+        self._books.update(view)
+        return _Round(view, self._books).run()
 
     def schedule(self, view: SchedulingView) -> Schedule:
         apps = list(view.apps)
@@ -276,31 +273,24 @@ class _Round:
     """One round of ``MaxMinPolicy.changes``: the state ``schedule`` keeps in a full
     schedule, kept as what changes (see ``changes``)."""
 
-    def __init__(
-        self, view: SchedulingView, newest_first: dict[str, tuple[int, list[JobState]]]
-    ) -> None:
+    def __init__(self, view: SchedulingView, books: _Books) -> None:
         self.view = view
         apps = view.apps
         self.apps = apps
         order = view.order
         assert order is not None
         self.rank = order
-        # one pass over the apps: demands, GPUs held, and who has jobs waiting
-        ids = []
-        demands = []
-        held_list = []
-        self.waiting_apps: list[AppState] = []  # apps with idle jobs at the round's start
-        for a in apps:
-            d = a.demand()
-            h = len(a.held())
-            ids.append(a.app_id)
-            demands.append(d)
-            held_list.append(h)
-            if d > h:
-                self.waiting_apps.append(a)
-        self.shares = dict(zip(ids, fast_water_fill(view.cluster.size, demands), strict=True))
-        self.held = dict(zip(ids, held_list, strict=True))
-        self.base_held = dict(self.held)
+        # each app's demand and GPUs held, from the policy's books (kept per app version)
+        demand_of, held_of = books.demand, books.held
+        demands = [demand_of[a] for a in apps]
+        held_list = [held_of[a] for a in apps]
+        # apps with idle jobs at the round's start
+        self.waiting_apps = [a for a, d, h in zip(apps, demands, held_list, strict=True) if d > h]
+        shares = fast_water_fill(view.cluster.size, demands)
+        self.shares = dict(zip(apps, shares, strict=True))
+        self.held = dict(zip(apps, held_list, strict=True))
+        self.demand = demand_of
+        self.base_held = held_of
         # The free GPUs: the simulator's pool when it packs as ``pack_gang`` does (drafted
         # changes, undone by the simulator after the round), else a set.
         self.free: FreePool | _FreeSet = (
@@ -308,16 +298,15 @@ class _Round:
             if isinstance(view.free, FreePool) and not view.cluster.typed
             else _FreeSet(view)
         )
-        self.queues: dict[str, list[JobState]] = {}
+        self.queues: dict[AppState, list[JobState]] = {}
         self.start: Schedule = {}  # placed this round, in schedule order
         self.stop: list[JobState] = []  # running jobs preempted (and not placed again)
         self.popped: set[JobState] = set()  # running jobs out of the schedule
         self.seq = 0  # placement order: the tail of the full schedule
         self.placed_at: dict[JobState, int] = {}
         # apps above their share: victims come from these
-        shares = self.shares
-        self.over = {a.app_id: a for a in apps if self.held[a.app_id] > shares[a.app_id]}
-        self._sorted = newest_first  # kept by the policy from round to round
+        self.over = {a: a for a, h, share in zip(apps, held_list, shares, strict=True) if h > share}
+        self._sorted = books.newest_first  # kept by the policy from round to round
         self.victim_apps: list[AppState] = []  # apps whose queues got victims back
 
     # -- queues and keys ----------------------------------------------------------------
@@ -325,24 +314,20 @@ class _Round:
     def queue(self, app: AppState) -> list[JobState]:
         """``schedule``'s queue of the app: its idle jobs, longest remaining first (what
         ``waiting_order`` gives without its running jobs), as changed this round."""
-        q = self.queues.get(app.app_id)
+        q = self.queues.get(app)
         if q is None:
-            q = self.queues[app.app_id] = app.idle_jobs()
+            q = self.queues[app] = app.idle_jobs()
         return q
 
     def waiting(self, app: AppState) -> bool:
-        q = self.queues.get(app.app_id)
+        q = self.queues.get(app)
         if q is not None:
             return bool(q)
-        return app.demand() > self.base_held[app.app_id]  # idle jobs exist
+        return self.demand[app] > self.base_held[app]  # idle jobs exist
 
     def ratio_key(self, app: AppState) -> tuple[float, float, int]:
         """``schedule``'s sort key (held / share, arrival), ties in the order of apps."""
-        return (
-            self.held[app.app_id] / max(self.shares[app.app_id], 1),
-            app.arrival,
-            self.rank[app],
-        )
+        return (self.held[app] / max(self.shares[app], 1), app.arrival, self.rank[app])
 
     def scheduled(self, job: JobState) -> bool:
         return job in self.start or (bool(job.gpus) and job not in self.popped)
@@ -352,14 +337,14 @@ class _Round:
     def running_newest_first(self, app: AppState) -> list[JobState]:
         """The app's running jobs, best victim first: latest start, then the first in
         schedule order (lowest index); cached per app version."""
-        cached = self._sorted.get(app.app_id)
+        cached = self._sorted.get(app)
         if cached is None or cached[0] != app.version:
             jobs = sorted(app.running_jobs(), key=lambda j: (-(j.started_at or 0.0), j.index))
-            cached = self._sorted[app.app_id] = (app.version, jobs)
+            cached = self._sorted[app] = (app.version, jobs)
         return cached[1]
 
     def newest_victim(
-        self, mine: str, chosen: list[JobState], taken: dict[str, int]
+        self, mine: AppState, chosen: list[JobState], taken: dict[AppState, int]
     ) -> JobState | None:
         """What ``_Scheduled.newest_victim`` picks (``taken``: GPUs already chosen away
         from each app): over the scheduled jobs of apps that stay at or above their share
@@ -369,9 +354,9 @@ class _Round:
         best: JobState | None = None
         best_key: tuple | None = None
         shares, held = self.shares, self.held
-        for app_id, app in self.over.items():
-            extra = held[app_id] - taken.get(app_id, 0) - shares[app_id]
-            if extra <= 0 or app_id == mine:
+        for app in self.over:
+            extra = held[app] - taken.get(app, 0) - shares[app]
+            if extra <= 0 or app is mine:
                 continue
             for j in self.running_newest_first(app):
                 if j.gang <= extra and j not in self.popped and j not in chosen:
@@ -395,7 +380,7 @@ class _Round:
         the free ones while trying (and taken back if the gang still does not fit)."""
         free = self.free
         given: list[int] = []
-        taken: dict[str, int] = {}
+        taken: dict[AppState, int] = {}
         chosen: list[JobState] = []
         while True:
             gpus = free.peek(job.gang)
@@ -406,10 +391,10 @@ class _Round:
                         del self.placed_at[victim]
                     else:
                         self.popped.add(victim)
-                    self.set_held(victim.app, self.held[victim.app.app_id] - victim.gang)
+                    self.set_held(victim.app, self.held[victim.app] - victim.gang)
                 free.draft_remove(gpus)
                 return gpus, chosen
-            newest = self.newest_victim(job.app.app_id, chosen, taken)
+            newest = self.newest_victim(job.app, chosen, taken)
             if newest is None:
                 free.draft_remove(given)
                 return None
@@ -417,7 +402,7 @@ class _Round:
             grant = self.grant_of(newest)
             free.draft_add(grant)
             given.extend(grant)
-            taken[newest.app.app_id] = taken.get(newest.app.app_id, 0) + newest.gang
+            taken[newest.app] = taken.get(newest.app, 0) + newest.gang
 
     def add(self, job: JobState, gpus: tuple[int, ...]) -> None:
         self.start[job] = Assignment(gpus)
@@ -427,13 +412,13 @@ class _Round:
     def run(self) -> Changes:
         """``MaxMinPolicy.schedule``'s round, step for step."""
         held, shares = self.held, self.shares
-        cand = {a.app_id: a for a in self.waiting_apps if held[a.app_id] < shares[a.app_id]}
+        cand = {a: a for a in self.waiting_apps if held[a] < shares[a]}
 
         def touch(app: AppState) -> None:
-            if self.held[app.app_id] < self.shares[app.app_id] and self.waiting(app):
-                cand[app.app_id] = app
+            if held[app] < shares[app] and self.waiting(app):
+                cand[app] = app
             else:
-                cand.pop(app.app_id, None)
+                cand.pop(app, None)
 
         progress = True
         while progress:
@@ -454,7 +439,7 @@ class _Round:
                     touch(victim.app)
                 self.add(job, gpus)
                 queue.pop(0)
-                self.set_held(app, self.held[app.app_id] + len(gpus))
+                self.set_held(app, held[app] + len(gpus))
                 touch(app)
                 progress = True
                 break
@@ -463,8 +448,8 @@ class _Round:
         if len(free):
             # (apps with nothing waiting would try nothing: left out before sorting; an
             # app waits now if it did at the start or got a victim back)
-            waiting = {a.app_id: a for a in self.waiting_apps + self.victim_apps}
-            for app in sorted((a for a in waiting.values() if self.waiting(a)), key=self.ratio_key):
+            waiting = dict.fromkeys(self.waiting_apps + self.victim_apps)
+            for app in sorted((a for a in waiting if self.waiting(a)), key=self.ratio_key):
                 for job in self.queue(app):
                     if not len(free):
                         break
@@ -474,14 +459,43 @@ class _Round:
                     if packed is not None:
                         self.add(job, packed)
                         free.draft_remove(packed)
-                        self.held[app.app_id] += len(packed)
+                        held[app] += len(packed)
                 if not len(free):
                     break
         return Changes([j for j in self.popped if j not in self.start], self.start)
 
     def set_held(self, app: AppState, value: int) -> None:
-        self.held[app.app_id] = value
-        if value > self.shares[app.app_id]:
-            self.over[app.app_id] = app
+        self.held[app] = value
+        if value > self.shares[app]:
+            self.over[app] = app
         else:
-            self.over.pop(app.app_id, None)
+            self.over.pop(app, None)
+
+
+class _Books:
+    """What ``MaxMinPolicy.changes`` keeps from round to round, per active app, brought
+    up to date for the apps the view says changed: its demand, the GPUs it holds, and
+    its running jobs in victim order (with the app version they are for)."""
+
+    def __init__(self) -> None:
+        self.order: object = None  # the simulator books these were built from
+        self.demand: dict[AppState, int] = {}
+        self.held: dict[AppState, int] = {}
+        self.newest_first: dict[AppState, tuple[int, list[JobState]]] = {}
+
+    def update(self, view: SchedulingView) -> None:
+        assert view.changed is not None
+        if view.order is not self.order:  # another run: every app afresh
+            self.order = view.order
+            self.demand, self.held, self.newest_first = {}, {}, {}
+            changed: Iterable[AppState] = view.apps
+        else:
+            changed = view.changed
+        for app in changed:
+            if app.finish is None:
+                self.demand[app] = app.demand()
+                self.held[app] = len(app.held())
+            else:
+                self.demand.pop(app, None)
+                self.held.pop(app, None)
+                self.newest_first.pop(app, None)
