@@ -374,6 +374,12 @@ class LocalResolver:
         seg, counts = _segments(lp.ent_ptr, picked)
         self.holder[lp.ent_gpu[seg]] = np.repeat(lp.bidder_of[picked], counts)
         self.held = self.holder >= 0
+        self.held_gpus = np.flatnonzero(self.held)
+        self.held_by = self.holder[self.held_gpus]
+        self.priced = self.prices > 0.0
+        # each entry's reduced profit at y0 minus its bidder's term: what it is worth as
+        # another bidder's column before the prices of its open GPUs are added
+        self.slack = self.reduced - self.terms[lp.bidder_of]
         # The proof's two sums at x*: a local answer's bound is these plus its changes.
         self.price_sum = math.fsum(self.prices.tolist())
         self.value = math.fsum(lp.gains[picked].tolist())
@@ -399,11 +405,11 @@ class LocalResolver:
         local[lp.bidder_of[lp.gpu_ent[seg]]] = True
         local[position] = False
         holder = self.holder
-        held = self.held
         for _ in range(LOCAL_ROUNDS):
             # GPUs held in x* by bidders that keep their choice; the rest is open (H)
-            blocked = held.copy()
-            blocked[held] = ~local[holder[held]] & (holder[held] != position)
+            blocked = np.zeros(lp.width, dtype=bool)
+            blocked[self.held_gpus] = ~local[self.held_by]
+            blocked[freed] = False
             blocked_price = np.where(blocked, y0, 0.0)
             # S's columns, worth their gain minus y0 of the GPUs they would take from others
             members = np.flatnonzero(local)
@@ -413,12 +419,12 @@ class LocalResolver:
             inner, inner_worth = inner[keep], inner_worth[keep]
             # Others' columns on open GPUs priced at x*: worth gain - y0 outside H - u,
             # i.e. their reduced profit at y0 plus y0 of their open GPUs, minus u.
-            hot = np.flatnonzero(~blocked & (y0 > 0.0))
+            hot = np.flatnonzero(self.priced & ~blocked)
             seg, counts = _segments(lp.gpu_ptr, hot)
             open_price = np.bincount(
                 lp.gpu_ent[seg], weights=np.repeat(y0[hot], counts), minlength=len(lp.flat)
             )
-            outer_worth = self.reduced + open_price - self.terms[lp.bidder_of]
+            outer_worth = self.slack + open_price
             outer = np.flatnonzero((open_price > 0.0) & (outer_worth > 0.0))
             owner = lp.bidder_of[outer]
             outer = outer[~local[owner] & (owner != position)]
