@@ -41,15 +41,6 @@ class Changes:
     stop: list[JobState] = field(default_factory=list)
     start: Schedule = field(default_factory=dict)
 
-    def schedule(self, running: Sequence[JobState]) -> Schedule:
-        """The full schedule it stands for, given the running jobs in schedule order."""
-        stop = set(self.stop)
-        out = {
-            j: Assignment(j.gpus, j.until) for j in running if j not in stop and j not in self.start
-        }
-        out.update(self.start)
-        return out
-
 
 @dataclass
 class SchedulingView:
