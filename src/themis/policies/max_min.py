@@ -9,7 +9,10 @@ GPUs nobody below its share can use go to the apps with the smallest held/share 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.placement import pack_gang
@@ -280,17 +283,14 @@ class _Round:
         order = view.order
         assert order is not None
         self.rank = order
-        # each app's demand and GPUs held, from the policy's books (kept per app version)
-        demand_of, held_of = books.demand, books.held
-        demands = [demand_of[a] for a in apps]
-        held_list = [held_of[a] for a in apps]
-        # apps with idle jobs at the round's start
-        self.waiting_apps = [a for a, d, h in zip(apps, demands, held_list, strict=True) if d > h]
-        shares = fast_water_fill(view.cluster.size, demands)
-        self.shares = dict(zip(apps, shares, strict=True))
-        self.held = dict(zip(apps, held_list, strict=True))
-        self.demand = demand_of
-        self.base_held = held_of
+        # Shares, GPUs held and who waits, from the policy's books (kept per app version):
+        # no pass over every app. ``shares`` and ``held`` fill in on first use.
+        books.water_level(view.cluster.size)
+        self.shares: dict[AppState, int] = _Lazy(books.share)
+        self.held: dict[AppState, int] = _Lazy(books.held.__getitem__, store=False)
+        self.waiting_apps = list(books.waiting)  # apps with idle jobs at the round's start
+        self.demand = books.demand
+        self.base_held = books.held
         # The free GPUs: the simulator's pool when it packs as ``pack_gang`` does (drafted
         # changes, undone by the simulator after the round), else a set.
         self.free: FreePool | _FreeSet = (
@@ -305,7 +305,7 @@ class _Round:
         self.seq = 0  # placement order: the tail of the full schedule
         self.placed_at: dict[JobState, int] = {}
         # apps above their share: victims come from these
-        self.over = {a: a for a, h, share in zip(apps, held_list, shares, strict=True) if h > share}
+        self.over = {a: a for a in books.over()}
         self._sorted = books.newest_first  # kept by the policy from round to round
         self.victim_apps: list[AppState] = []  # apps whose queues got victims back
 
@@ -472,30 +472,112 @@ class _Round:
             self.over.pop(app, None)
 
 
+class _Lazy(dict):  # type: ignore[type-arg]
+    """A dict that fills a missing key from ``fill`` (kept unless ``store`` is False)."""
+
+    def __init__(self, fill: Callable[[AppState], int], store: bool = True) -> None:
+        super().__init__()
+        self.fill = fill
+        self.store = store
+
+    def __missing__(self, app: AppState) -> int:
+        value = self.fill(app)
+        if self.store:
+            self[app] = value
+        return value
+
+
 class _Books:
     """What ``MaxMinPolicy.changes`` keeps from round to round, per active app, brought
     up to date for the apps the view says changed: its demand, the GPUs it holds, and
-    its running jobs in victim order (with the app version they are for)."""
+    its running jobs in victim order (with the app version they are for); and indexes of
+    those: admission ranks by demand, apps by GPUs held, the apps with idle jobs.
+
+    The water-fill's shares follow from them without a pass over the apps
+    (``fast_water_fill``'s closed form): every demand when the demands fit, else
+    ``min(d, L)`` plus one for the first ``left`` apps (in admission order) above L.
+    """
 
     def __init__(self) -> None:
-        self.order: object = None  # the simulator books these were built from
+        self.order: Mapping[AppState, int] = {}  # the simulator books these were built from
         self.demand: dict[AppState, int] = {}
         self.held: dict[AppState, int] = {}
         self.newest_first: dict[AppState, tuple[int, list[JobState]]] = {}
+        self.by_demand: dict[int, list[int]] = {}  # demand -> admission ranks, ascending
+        self.by_held: dict[int, set[AppState]] = {}  # GPUs held -> apps
+        self.waiting: dict[AppState, None] = {}  # apps with idle jobs
+        self.total = 0  # sum of the demands
+        self.level: int | None = None  # L (None: every demand met)
+        self.bonus_until = -1  # apps above L up to this rank get one more GPU
 
     def update(self, view: SchedulingView) -> None:
-        assert view.changed is not None
+        assert view.changed is not None and view.order is not None
         if view.order is not self.order:  # another run: every app afresh
+            self.__init__()  # type: ignore[misc]
             self.order = view.order
-            self.demand, self.held, self.newest_first = {}, {}, {}
             changed: Iterable[AppState] = view.apps
         else:
             changed = view.changed
+        order = self.order
         for app in changed:
-            if app.finish is None:
-                self.demand[app] = app.demand()
-                self.held[app] = len(app.held())
-            else:
-                self.demand.pop(app, None)
-                self.held.pop(app, None)
+            rank = order[app]
+            old = self.demand.pop(app, None)
+            if old is not None:
+                ranks = self.by_demand[old]
+                del ranks[bisect_left(ranks, rank)]
+                if not ranks:
+                    del self.by_demand[old]
+                self.total -= old
+                held = self.held.pop(app)
+                self.by_held[held].discard(app)
+                self.waiting.pop(app, None)
+            if app.finish is not None:
                 self.newest_first.pop(app, None)
+                continue
+            d, h = app.demand(), len(app.held())
+            self.demand[app] = d
+            self.held[app] = h
+            insort(self.by_demand.setdefault(d, []), rank)
+            self.total += d
+            self.by_held.setdefault(h, set()).add(app)
+            if d > h:
+                self.waiting[app] = None
+
+    def water_level(self, capacity: int) -> None:
+        """L and the last rank that gets one more GPU, for this capacity."""
+        self.level, self.bonus_until = None, -1
+        if self.total <= capacity:
+            return
+        below = 0  # demands met in full
+        above = len(self.demand)  # apps from this demand on
+        for d in sorted(self.by_demand):
+            count = len(self.by_demand[d])
+            if below + d * above > capacity:
+                level = (capacity - below) // above
+                left = capacity - below - level * above
+                self.level = level
+                if left:
+                    lists = [r for v, r in self.by_demand.items() if v > level]
+                    self.bonus_until = next(islice(heapq.merge(*lists), left - 1, None))
+                return
+            below += d * count
+            above -= count
+        raise AssertionError("unreachable: the demands exceed the capacity")  # pragma: no cover
+
+    def share(self, app: AppState) -> int:
+        d = self.demand[app]
+        level = self.level
+        if level is None or d <= level:
+            return d
+        return level + 1 if self.order[app] <= self.bonus_until else level
+
+    def over(self) -> Iterator[AppState]:
+        """The apps holding more GPUs than their share."""
+        level = self.level
+        if level is None:
+            return  # every share is the demand, which nobody holds more than
+        for held, apps in self.by_held.items():
+            if held >= level + 2:
+                yield from apps  # above L, so at most L + 1
+            elif held == level + 1:
+                yield from (a for a in apps if self.order[a] > self.bonus_until)
