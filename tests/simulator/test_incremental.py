@@ -115,3 +115,16 @@ def test_the_pool_carves_what_a_packer_would(spec: str, seed: int) -> None:
             else:
                 free.add(g)
                 pool.add(g)
+
+
+@pytest.mark.parametrize("policy", INCREMENTAL)
+def test_a_policy_reused_for_another_run_starts_its_books_afresh(policy: str) -> None:
+    profiles = load_profiles()
+    first = generate(GeneratorSpec(jobs=300, seed=4, gpus=32), profiles)
+    second = generate(GeneratorSpec(jobs=300, seed=5, gpus=32), profiles)
+    cluster = Cluster.from_spec("1x4x8")
+    reused = make_policy(policy, PolicyOptions())
+    simulate(first, cluster, reused)
+    again = _fingerprint(simulate(second, cluster, reused))
+    fresh = _fingerprint(simulate(second, cluster, make_policy(policy, PolicyOptions())))
+    assert again == fresh
