@@ -558,15 +558,19 @@ class LocalResolver:
             index,
             np.ones(len(index)),
         )
-        # Start from x* (S's choices at 1, every slack basic): a feasible basis, so the
-        # primal simplex only makes the few moves the freed GPUs allow.
+        # Start from x*: S's choices basic at 1 in place of their bidder rows' slacks
+        # (nonbasic at the bound 1), every other slack basic. A feasible basis (each
+        # chosen column covers its own bidder row: triangular), priced at each chosen
+        # entry's worth, so the primal simplex starts near the answer.
         status = _highs.HighsBasisStatus
         start = self.win[members]
         at_one = np.zeros(n, dtype=bool)
         at_one[np.searchsorted(inner, start[start >= 0])] = True
         basis = _highs.HighsBasis()
-        basis.col_status = [status.kUpper if one else status.kLower for one in at_one.tolist()]
-        basis.row_status = [status.kBasic] * height
+        basis.col_status = [status.kBasic if one else status.kLower for one in at_one.tolist()]
+        tight = np.zeros(height, dtype=bool)
+        tight[: len(members)] = start >= 0
+        basis.row_status = [status.kUpper if t else status.kBasic for t in tight.tolist()]
         basis.valid = True
         highs.setBasis(basis)
         highs.run()
