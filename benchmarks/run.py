@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/run.py [--repeats N] [--policies a,b] [--knobs 0,0.5,0.8]
                                        [--skip-auction]
 
-1. Wall time of the HyperDrive simulation (bundled trace, default arrivals, 64 GPUs) per
-   policy: the median of ``--repeats`` runs. Themis runs once per fairness knob in
+1. Wall and CPU time of the HyperDrive simulation (bundled trace, default arrivals, 64
+   GPUs) per policy: the median of ``--repeats`` runs, and the total CPU time of the whole
+   comparison (every policy listed, each once). Themis runs once per fairness knob in
    ``--knobs`` (default: the library default 0.8; f = 0 is the slowest, every app bids).
 2. The median wall time of one Themis arbiter round with 100 bidders on 512 GPUs (all free,
    f = 0 so that every app bids): visibility, bids, Partial Allocation with its 100
@@ -35,22 +36,26 @@ from themis.workload import load_workload
 
 def time_simulations(
     policies: list[str], repeats: int, knobs: list[float]
-) -> list[tuple[str, float, int]]:
+) -> list[tuple[str, float, float, int]]:
+    """Per policy (Themis per knob): median wall seconds, median CPU seconds, rounds."""
     workload = load_workload()
     cluster = Cluster.from_spec("2x4x8")
     rows = []
     for name in policies:
         for knob in knobs if name == "themis" else [PolicyOptions().fairness_knob]:
             times = []
+            cpus = []
             rounds = 0
             for _ in range(repeats):
                 options = PolicyOptions(fairness_knob=knob)
-                start = time.perf_counter()
-                result = simulate(workload, cluster, make_policy(name, options))
+                policy = make_policy(name, options)
+                start, cpu = time.perf_counter(), time.process_time()
+                result = simulate(workload, cluster, policy)
                 times.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
                 rounds = result.rounds
             label = f"{name} f={knob:g}" if name == "themis" else name
-            rows.append((label, statistics.median(times), rounds))
+            rows.append((label, statistics.median(times), statistics.median(cpus), rounds))
     return rows
 
 
@@ -128,9 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     policies = [p for p in args.policies.split(",") if p]
     knobs = args.knobs
     print(f"HyperDrive trace, 64 GPUs (2x4x8), median of {args.repeats} run(s):")
-    print(f"  {'policy':<14} {'wall s':>8} {'rounds':>8}")
-    for name, seconds, rounds in time_simulations(policies, args.repeats, knobs):
-        print(f"  {name:<14} {seconds:>8.2f} {rounds:>8}")
+    print(f"  {'policy':<14} {'wall s':>8} {'CPU s':>8} {'rounds':>8}")
+    total = 0.0
+    for name, seconds, cpu, rounds in time_simulations(policies, args.repeats, knobs):
+        print(f"  {name:<14} {seconds:>8.2f} {cpu:>8.2f} {rounds:>8}", flush=True)
+        total += cpu
+    print(f"  {'total':<14} {'':>8} {total:>8.2f}  (the whole comparison, CPU s)")
     sys.stdout.flush()
     if not args.skip_auction:
         seconds, granted = time_auction_round(100, args.repeats)

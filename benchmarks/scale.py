@@ -1,6 +1,7 @@
 """Scale benchmarks: how time, CPU and memory grow with the size of the problem.
 
     nice .venv/bin/python benchmarks/scale.py [--full] [--repeats N] [--only auction,gpus,jobs]
+                                              [--job-policies fifo,max-min,themis]
                                               [--plot benchmarks/scale.png]
 
 Three sweeps, each point measured in a fresh process (so peak memory is that point's own):
@@ -179,7 +180,7 @@ def sweeps(args: argparse.Namespace) -> list[tuple[str, str, int, dict[str, floa
         ]
     if "jobs" in only:
         sizes = JOB_SIZES + (JOB_SIZES_FULL if args.full else [])
-        for policy in JOB_POLICIES:
+        for policy in [p for p in args.job_policies.split(",") if p]:
             for n in sizes:
                 if policy == "themis" and n > THEMIS_DEFAULT_MAX_JOBS and not args.full:
                     continue
@@ -249,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="add the largest sizes (slow)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="auction,gpus,jobs")
+    parser.add_argument(
+        "--job-policies",
+        default=",".join(JOB_POLICIES),
+        help="the policies of the jobs sweep, comma-separated (default: fifo,max-min,themis)",
+    )
     parser.add_argument("--plot", type=Path, default=HERE / "scale.png")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {args.repeats}")

@@ -118,10 +118,13 @@ def test_ring_auctions_are_answered_by_the_lp_path() -> None:
     assert answered >= 90
 
 
+@pytest.mark.parametrize("local_min_bidders", [solver.LOCAL_MIN_BIDDERS, 1])
 def test_partial_allocation_is_the_same_through_either_path(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, local_min_bidders: int
 ) -> None:
-    """End to end, with the same seed: same choice, c and granted GPUs for every app."""
+    """End to end, with the same seed: same choice, c and granted GPUs for every app
+    (re-solves global, or local first)."""
+    monkeypatch.setattr(solver, "LOCAL_MIN_BIDDERS", local_min_bidders)
     for seed in range(60):
         bids, free = _ring_auction(random.Random(seed))
         monkeypatch.setattr(solver, "LP_FIRST_WORK", 0)
@@ -147,3 +150,128 @@ def test_an_answer_without_a_proof_is_declined() -> None:
     assert _solve_all_lp(groups) is None
     best, _ = solve_all(build_candidates(bids, [0, 1, 2]))
     assert len(best.chosen) == 1
+
+
+# -- local re-solves (``lp_path.LocalResolver``) ---------------------------------------------
+
+
+def _local_answers(groups: list) -> tuple[int, int]:
+    """(winners whose re-solve the local path answered, winners re-solved)."""
+    from themis.auction.lp_path import LocalResolver, WarmLp
+
+    lp = WarmLp(groups, solver.TOLERANCE)
+    if lp.solve() is None:
+        return 0, 0
+    local = LocalResolver(lp)
+    answered = sum(
+        local.solve_without(int(lp.bidder_of[k])) is not None for k in lp.picked.tolist()
+    )
+    return answered, len(lp.picked)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_local_resolves_match_the_previous_solver_on_ring_auctions(seed: int) -> None:
+    """The local re-solves against the exact reference: same allocation, same OPT_-i and
+    the same c_i for every winner (as the global LP path above)."""
+    bids, free = _ring_auction(random.Random(seed))
+    candidates = build_candidates(bids, free)
+    groups = [g for g in candidates if g]
+    answer = _solve_all_lp(groups, local_resolves=True, local_min_bidders=1)
+    if answer is None:
+        return
+    best, without = answer
+    ref_best, ref_without = solve_all(candidates, lp_first=False)
+    assert {b: c.entry for b, c in best.chosen.items()} == {
+        b: c.entry for b, c in ref_best.chosen.items()
+    }
+    assert set(without) == set(ref_without)
+    for b in without:
+        assert without[b].objective == pytest.approx(ref_without[b].objective, abs=TOL, rel=0)
+        assert _c(best, without, b) == pytest.approx(_c(ref_best, ref_without, b), rel=1e-9)
+        # the solution it reports is a real packing worth what it says
+        chosen = without[b].chosen
+        assert b not in chosen
+        masks = [c.mask for c in chosen.values()]
+        assert sum(m.bit_count() for m in masks) == _union_bits(masks)
+        assert math.fsum(c.gain for c in chosen.values()) == pytest.approx(
+            without[b].objective, abs=1e-12
+        )
+
+
+def _union_bits(masks: list[int]) -> int:
+    union = 0
+    for m in masks:
+        union |= m
+    return union.bit_count()
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=2**32 - 1))
+def test_local_resolves_match_brute_force_on_small_auctions(seed: int) -> None:
+    bids, free = random_auction(random.Random(seed), bidders=(2, 5), entries=(1, 4))
+    candidates = build_candidates(bids, free)
+    groups = [g for g in candidates if g]
+    if not groups:
+        return
+    answer = _solve_all_lp(groups, local_resolves=True, local_min_bidders=1)
+    if answer is None:
+        return
+    best, without = answer
+    for b, cand in best.chosen.items():
+        rest = [bid for j, bid in enumerate(bids) if j != b]
+        assert without[b].objective == pytest.approx(brute_force(rest).objective, abs=TOL, rel=0), (
+            b,
+            cand,
+        )
+
+
+def test_ring_auctions_are_answered_by_local_resolves() -> None:
+    """The guards above are not vacuous: most re-solves of simulator-shaped auctions are
+    answered locally (the rest by the global model)."""
+    answered = total = 0
+    for s in range(100):
+        groups = [g for g in build_candidates(*_ring_auction(random.Random(s))) if g]
+        a, t = _local_answers(groups)
+        answered += a
+        total += t
+    assert total > 300
+    assert answered >= 0.8 * total
+
+
+def test_a_local_proof_rejects_a_worse_choice() -> None:
+    """The local proof is a proof: the certified choice without a winner, with one of its
+    changed choices dropped (worth less by that entry's gain), is not proven."""
+    from themis.auction.lp_path import LocalResolver, WarmLp
+
+    checked = 0
+    for s in range(40):
+        groups = [g for g in build_candidates(*_ring_auction(random.Random(s))) if g]
+        lp = WarmLp(groups, solver.TOLERANCE)
+        if lp.solve() is None:
+            continue
+        local = LocalResolver(lp)
+        for k in lp.picked.tolist():
+            position = int(lp.bidder_of[k])
+            captured: list = []
+            original = local._proves
+
+            def spy(choice, chosen, prices, position, original=original, captured=captured):
+                captured.append((choice.copy(), chosen.copy(), prices.copy()))
+                return original(choice, chosen, prices, position)
+
+            local._proves = spy  # type: ignore[method-assign]
+            answer = local.solve_without(position)
+            local._proves = original  # type: ignore[method-assign]
+            if answer is None or not captured:
+                continue
+            choice, chosen, prices = captured[-1]
+            assert original(choice, chosen, prices, position) is not None
+            for drop in chosen.tolist():
+                if lp.gains[drop] <= 10 * solver.TOLERANCE:
+                    continue
+                worse = choice.copy()
+                worse[lp.bidder_of[drop]] = -1
+                assert original(worse, chosen[chosen != drop], prices, position) is None
+                checked += 1
+    assert checked > 50

@@ -371,3 +371,11 @@ def test_allocate_leftover_prefers_best_span_then_candidate_order() -> None:
     # then find nothing.
     assert {j.job_id: g for j, g in placed.items()} == {"first0": (2, 3), "second0": (1,)}
     assert leftover == set()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.integers(0, 200), st.lists(st.integers(0, 40), max_size=30))
+def test_fast_water_fill_is_water_fill(capacity: int, demands: list[int]) -> None:
+    from themis.policies.max_min import fast_water_fill, water_fill
+
+    assert fast_water_fill(capacity, demands) == water_fill(capacity, demands)

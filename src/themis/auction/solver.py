@@ -49,6 +49,12 @@ LP_FIRST_WORK = 500_000
 #: auctions while dropping most of the LP's non-zeros.
 KEEP_REDUCED = 2.0
 
+#: Auctions of the LP path with at least this many bidders re-solve each winner locally
+#: first (``lp_path.LocalResolver``: a small LP around the winner's GPUs, certified over
+#: every entry); smaller ones re-solve the whole warm LP, as before. Both are exact; the
+#: local one pays off when a whole-model run costs milliseconds.
+LOCAL_MIN_BIDDERS = 100
+
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
 #: return a choice up to ~1e-6 log-utility short of the optimum on near-ties. Scaling the
@@ -162,16 +168,18 @@ def _lp_first(groups: list[list[Candidate]]) -> bool:
 
 
 def _solve_all_lp(
-    groups: list[list[Candidate]],
+    groups: list[list[Candidate]], local_resolves: bool = True, local_min_bidders: int | None = None
 ) -> tuple[Solution, dict[int, Solution]] | None:
     """``solve_all`` through the certified warm LP (``lp_path``); None when the optimum
     itself comes without a proof (the caller then takes its exact paths). A re-solve
     without a proof is answered by the integer program. As in branch and bound, a
     re-solve keeps its incumbent (the optimum minus the winner) unless the LP finds
-    something better by more than TOLERANCE."""
+    something better by more than TOLERANCE. Auctions of ``LOCAL_MIN_BIDDERS`` or more
+    bidders (``local_min_bidders``, if given) try each re-solve locally first
+    (``local_resolves=False``: never; the tests' reference)."""
     import numpy as np  # here, not at import: see _milp
 
-    from themis.auction.lp_path import WarmLp
+    from themis.auction.lp_path import LocalResolver, WarmLp
 
     if not WarmLp.available():  # pragma: no cover - depends on the installed scipy
         return None
@@ -180,10 +188,10 @@ def _solve_all_lp(
     if chosen is None:
         return None
     proof = lp.proof  # of the optimum, before any re-solve replaces it
-    # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
-    # optimum's prices (large bundles on contested GPUs drop out: most of the LP's size);
-    # an answer they cannot prove is asked of the full model.
-    small = lp.restricted(np.flatnonzero(lp.reduced_profits() >= -KEEP_REDUCED))
+    reduced = lp.reduced_profits()  # at the optimum's prices
+    small: WarmLp | None = None  # built when a re-solve first needs it
+    least = LOCAL_MIN_BIDDERS if local_min_bidders is None else local_min_bidders
+    local = LocalResolver(lp) if local_resolves and len(groups) >= least else None
     best = Solution(sum(c.gain for c in chosen), {c.bidder: c for c in chosen})
     position = {g[0].bidder: k for k, g in enumerate(groups)}
     without: dict[int, Solution] = {}
@@ -192,24 +200,48 @@ def _solve_all_lp(
             without[bidder] = Solution(0.0, {})
             continue
         lp.proof = proof
-        if lp.proves_no_gain_without(position[bidder], best.objective - cand.gain):
-            rest = {b: c for b, c in best.chosen.items() if b != bidder}
-            without[bidder] = Solution(best.objective - cand.gain, rest)
+        incumbent = best.objective - cand.gain
+        if lp.proves_no_gain_without(position[bidder], incumbent):
+            without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
             continue
-        found = small.solve(position[bidder])
-        if found is None:
-            found = lp.solve(position[bidder])
-        if found is None:
+        if local is not None:
+            answer = local.solve_without(position[bidder])
+            if answer is not None:
+                value, changes = answer
+                if value > incumbent + TOLERANCE:
+                    found = dict(best.chosen)
+                    for k, entry in changes:
+                        if entry < 0:
+                            del found[groups[k][0].bidder]
+                        else:
+                            found[groups[k][0].bidder] = lp.flat[entry]
+                    without[bidder] = Solution(value, found)
+                else:
+                    without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
+                continue
+        if small is None:
+            # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
+            # optimum's prices (large bundles on contested GPUs drop out: most of the LP's
+            # size); an answer they cannot prove is asked of the full model.
+            small = lp.restricted(np.flatnonzero(reduced >= -KEEP_REDUCED))
+        found_list = small.solve(position[bidder])
+        if found_list is None:
+            found_list = lp.solve(position[bidder])
+        if found_list is None:
             without[bidder] = _milp([g for g in groups if g[0].bidder != bidder])
             continue
-        value = sum(c.gain for c in found)
-        incumbent = best.objective - cand.gain
+        value = sum(c.gain for c in found_list)
         if value > incumbent + TOLERANCE:
-            without[bidder] = Solution(value, {c.bidder: c for c in found})
+            without[bidder] = Solution(value, {c.bidder: c for c in found_list})
         else:
-            rest = {b: c for b, c in best.chosen.items() if b != bidder}
-            without[bidder] = Solution(incumbent, rest)
+            without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
     return best, without
+
+
+def _without(chosen: dict[int, Candidate], bidder: int) -> dict[int, Candidate]:
+    rest = dict(chosen)
+    del rest[bidder]
+    return rest
 
 
 def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], Prices | None]:

@@ -168,18 +168,25 @@ class AppState:
         self._idle_work: dict[int, GangWork] = {}
         self._held: tuple[int, ...] = ()
         self._demand = 0
+        #: A set this app adds itself to whenever its version changes (the simulator's
+        #: books of the apps that changed since the last round), or None.
+        self.changes: set[AppState] | None = None
 
     def touch(self) -> None:
         """Mark every cache stale (after changing jobs other than by start/stop/finish)."""
         self.version += 1
         self.touches += 1
         self._stale = True
+        if self.changes is not None:
+            self.changes.add(self)
 
     def job_changed(self, job: JobState) -> None:
         """``job`` started, stopped or finished: only its place in the caches changes."""
         self.version += 1
         if not self._stale:
             self._changed.append(job)
+        if self.changes is not None:
+            self.changes.add(self)
 
     def _refresh(self) -> None:
         # Callers test the version first: this runs millions of times per simulation.

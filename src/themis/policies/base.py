@@ -12,7 +12,8 @@ grant end.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -30,6 +31,18 @@ Schedule = dict[JobState, Assignment]
 
 
 @dataclass
+class Changes:
+    """A round's schedule as what changes (``Policy.changes``): ``start`` the jobs that
+    get GPUs, in the order the full schedule would list them after the running jobs, and
+    ``stop`` running jobs that lose theirs. It stands for the full schedule "every running
+    job on its GPUs and grant end, except those in ``stop``, plus ``start``": a running
+    job in ``start`` on its own GPUs continues, on other GPUs it moves."""
+
+    stop: list[JobState] = field(default_factory=list)
+    start: Schedule = field(default_factory=dict)
+
+
+@dataclass
 class SchedulingView:
     """What a policy sees in one round.
 
@@ -43,14 +56,30 @@ class SchedulingView:
     apps: Sequence[AppState]
     n_avg: Callable[[AppState], float]
     window: float = 0.0
+    #: The mechanism's own books, when it keeps them (the simulator does; a snapshot
+    #: policies must not change): the free GPUs (ids, the cluster's GPUs being listed in
+    #: id order), the apps whose jobs started, stopped, finished or otherwise changed
+    #: since the previous round (and new apps), and each active app's admission rank
+    #: (the order of ``apps``). None: not kept, derive them from ``apps``.
+    free: AbstractSet[int] | None = None
+    changed: AbstractSet[AppState] | None = None
+    order: Mapping[AppState, int] | None = None
     _busy: set[int] | None = field(default=None, init=False, repr=False)
 
     def free_gpus(self) -> list[int]:
-        """GPUs no running job holds."""
+        """GPUs no running job holds (in the cluster's order)."""
+        if self.free is not None:
+            return sorted(self.free)
         if self._busy is None:  # computed on first use: not every policy asks
             self._busy = {g for app in self.apps for g in app.held()}
         busy = self._busy
         return [g.id for g in self.cluster.gpus if g.id not in busy]
+
+    def free_count(self) -> int:
+        """How many GPUs no running job holds."""
+        if self.free is not None:
+            return len(self.free)
+        return self.cluster.size - sum(len(app.held()) for app in self.apps)
 
     def ending(self, job: JobState) -> bool:
         """Whether ``job``'s grant ends in this round."""
@@ -103,9 +132,27 @@ class Policy(ABC):
     def __init__(self, options: PolicyOptions) -> None:
         self.options = options
 
+    #: Whether ``changes`` answers (the simulator then asks it instead of ``schedule``:
+    #: a round then costs what changes, not every running job).
+    incremental: ClassVar[bool] = False
+
     @abstractmethod
     def schedule(self, view: SchedulingView) -> Schedule:
         """The full set of jobs that run after this round."""
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """This round as what changes (see ``Changes``): the same round as ``schedule``,
+        for policies that set ``incremental``. The default derives it from ``schedule``."""
+        schedule = self.schedule(view)
+        running = view.running()
+        return Changes(
+            [j for j in running if j not in schedule],
+            {
+                j: a
+                for j, a in schedule.items()
+                if not (j.gpus and a.gpus == j.gpus and a.until == j.until)
+            },
+        )
 
     def report(self) -> dict[str, float]:
         """Figures of the policy's own mechanism for the run's summary (e.g. the idle

@@ -13,9 +13,21 @@ apps changes nothing: the same jobs are tried in the same order and the same sta
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Mapping
+
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
-from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._pool import FreePool
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 from themis.policies.registry import register
 
 
@@ -23,12 +35,87 @@ from themis.policies.registry import register
 class FifoPolicy(Policy):
     name = "fifo"
     description = "first come first served, first-fit backfill, no preemption"
+    incremental = True
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         # app -> (its version, its waiting jobs in submission order, their smallest gang)
         self._waiting: dict[AppState, tuple[int, list[JobState], int]] = {}
         self._kept: dict[JobState, Assignment] = {}  # running job -> its unchanged grant
+        # ``changes``'s index of the apps with waiting jobs, kept from round to round:
+        # per smallest waiting gang, the admission ranks of those apps (ascending)
+        self._order: Mapping[AppState, int] | None = None  # the books it was built from
+        self._smallest: dict[AppState, int] = {}
+        self._ranks: dict[int, list[int]] = {}
+        self._app_at: dict[int, AppState] = {}
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """The jobs this round starts (FIFO never stops one), in time proportional to the
+        apps that changed and the jobs started: the apps with waiting jobs are indexed by
+        their smallest waiting gang, so a round visits, in admission order, exactly the
+        apps ``schedule`` would try (those whose smallest waiting gang is no larger than
+        the pool left) and no other."""
+        if view.changed is None or view.order is None or view.free is None:
+            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        if view.order is not self._order:  # another run: index every app afresh
+            self._order = view.order
+            self._smallest, self._ranks, self._app_at = {}, {}, {}
+            self._waiting = {}
+            self._index(view.apps, view.order)
+        else:
+            self._index(view.changed, view.order)
+        start: Schedule = {}
+        free = len(view.free)
+        fitting = [(ranks[0], smallest, 0) for smallest, ranks in self._ranks.items() if ranks]
+        fitting = [f for f in fitting if f[1] <= free]
+        if not fitting:
+            return Changes([], start)  # nothing waiting fits: no pool to build
+        # The simulator's own pool when it can carve gangs as a Packer would (it then
+        # gives back what was taken), else a Packer of the free GPUs.
+        pool: Packer | FreePool = (
+            view.free
+            if isinstance(view.free, FreePool) and not view.cluster.typed
+            else Packer(view.cluster, view.free_gpus())
+        )
+        heapq.heapify(fitting)
+        waiting_of = self._waiting
+        while fitting:
+            rank, smallest, k = heapq.heappop(fitting)
+            size = len(pool)
+            if not size:
+                break
+            if smallest > size:
+                continue  # no app of this list fits any more: the pool only shrinks
+            ranks = self._ranks[smallest]
+            if k + 1 < len(ranks):
+                heapq.heappush(fitting, (ranks[k + 1], smallest, k + 1))
+            for job in waiting_of[self._app_at[rank]][1]:
+                if not len(pool):
+                    break
+                gpus = pool.take(job.gang)
+                if gpus is not None:
+                    start[job] = Assignment(gpus)
+        return Changes([], start)
+
+    def _index(self, apps: Iterable[AppState], order: Mapping[AppState, int]) -> None:
+        """Bring the index up to date for these apps (new, changed or finished)."""
+        for app in apps:
+            old = self._smallest.pop(app, None)
+            rank = order[app]
+            if old is not None:
+                ranks = self._ranks[old]
+                del ranks[bisect_left(ranks, rank)]
+            if app.finish is not None:
+                self._waiting.pop(app, None)
+                self._app_at.pop(rank, None)
+                continue
+            cached = self._waiting.get(app)
+            if cached is None or cached[0] != app.version:
+                cached = self._queue(app)
+            if cached[1]:
+                self._smallest[app] = cached[2]
+                insort(self._ranks.setdefault(cached[2], []), rank)
+                self._app_at[rank] = app
 
     def schedule(self, view: SchedulingView) -> Schedule:
         apps = view.apps

@@ -28,7 +28,8 @@ from themis.model.knowledge import check_estimate_error, declared
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
-from themis.policies.base import Policy, Schedule, SchedulingView
+from themis.policies._pool import FreePool
+from themis.policies.base import Changes, Policy, Schedule, SchedulingView
 from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
 from themis.simulator.search import SearchBook
 from themis.workload.formats import gang_field
@@ -166,6 +167,14 @@ class Simulator:
         self._grant_ends: list[tuple[float, int, JobState]] = []  # see any_grant_ending
         self._grant_seq = itertools.count()
         self._holder: dict[int, JobState] = {}  # GPU -> the running job on it (``_check``)
+        # The books a view hands policies (``SchedulingView.free``, ``changed``, ``order``):
+        # the free GPUs (kept only when the cluster lists its GPUs in id order, as
+        # ``free_gpus`` returns them), the apps changed since the last round, and each
+        # app's admission rank (the order of ``active``).
+        in_order = all(g.id == k for k, g in enumerate(cluster.gpus))
+        self._free = FreePool(cluster, range(cluster.size)) if in_order else None
+        self._changed_apps: set[AppState] = set()
+        self._rank: dict[AppState, int] = {}
         self._token = itertools.count(1)
         self._finished = 0
 
@@ -231,6 +240,9 @@ class Simulator:
         self.activity.change(now, +1)
         self.integral_at_arrival[app.app_id] = self.activity.integral(now)
         self.admitted_at[app.app_id] = now
+        self._rank[app] = len(self.all_apps)
+        app.changes = self._changed_apps
+        self._changed_apps.add(app)
         self.active.append(app)
         self.all_apps.append(app)
         if not app.live_jobs():
@@ -272,6 +284,7 @@ class Simulator:
         elif app in self._t_cluster:
             app.t_cluster = self._t_cluster[app]  # the truth, for the report
         app.finish = now if finish is None else finish
+        self._changed_apps.add(app)
         self.n_avg_lifetime[app.app_id] = self.activity.n_avg(
             self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], now
         )
@@ -301,11 +314,29 @@ class Simulator:
     def _round(self, now: float) -> None:
         self._n_avg.now = now
         self.rounds += 1
-        view = SchedulingView(now, self.cluster, list(self.active), self._n_avg, self.batch_window)
-        schedule = self.policy.schedule(view)
-        self._check(schedule)
-        self._apply(schedule, now)
-        if not any(a.running_jobs() for a in self.active) and not self._heap:
+        changed = frozenset(self._changed_apps)
+        self._changed_apps.clear()  # from here on: changes for the next round
+        view = SchedulingView(
+            now,
+            self.cluster,
+            list(self.active),
+            self._n_avg,
+            self.batch_window,
+            self._free,
+            changed,
+            self._rank,
+        )
+        if self.policy.incremental:
+            changes = self.policy.changes(view)
+            if self._free is not None:
+                self._free.restore()  # whatever the policy carved from the pool
+            self._check_changes(changes)
+            self._apply_changes(changes, now)
+        else:
+            schedule = self.policy.schedule(view)
+            self._check(schedule)
+            self._apply(schedule, now)
+        if not self._holder and not self._heap:  # no job runs (each holds its GPUs)
             raise AssertionError(
                 f"policy '{self.policy.name}' left every GPU idle at t={now} with work waiting"
             )
@@ -342,16 +373,71 @@ class Simulator:
                     if kept is other.gpus or kept == other.gpus:
                         raise AssertionError(f"policy granted GPU {g} twice or out of range")
 
+    def _check_changes(self, changes: Changes) -> None:
+        """``_check`` of the schedule ``changes`` stands for, in time proportional to the
+        changes."""
+        start = changes.start
+        for job in changes.stop:
+            if not job.gpus:
+                raise AssertionError(f"policy stopped {job.job_id}, which does not run")
+        stopped = set(changes.stop)
+        seen: set[int] = set()
+        size = self.cluster.size
+        holder = self._holder
+        for job, grant in start.items():
+            gpus = grant.gpus
+            if job.gpus and (gpus is job.gpus or gpus == job.gpus):
+                continue  # continues where it runs (see ``_check``)
+            if job.finished_at is not None or job.app.finish is not None:
+                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
+            if len(gpus) != job.gang:
+                raise AssertionError(
+                    f"policy gave {job.job_id} {len(gpus)} GPUs for a gang of {job.gang}"
+                )
+            for g in gpus:
+                if not 0 <= g < size or g in seen:
+                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
+                seen.add(g)
+                other = holder.get(g)  # a running job on g that keeps it collides
+                if other is not None:
+                    grant_of = start.get(other)
+                    if (
+                        grant_of.gpus == other.gpus
+                        if grant_of is not None
+                        else other not in stopped
+                    ):
+                        raise AssertionError(f"policy granted GPU {g} twice or out of range")
+
+    def _apply_changes(self, changes: Changes, now: float) -> None:
+        """``_apply`` of the schedule ``changes`` stands for, in the same order: stops in
+        the order of the active apps and their jobs, then starts in schedule order."""
+        start = changes.start
+        moving = [j for j in changes.stop if j not in start]
+        moving += [j for j, a in start.items() if j.gpus and a.gpus != j.gpus]
+        if len(moving) > 1:
+            rank = self._rank
+            moving.sort(key=lambda j: (rank[j.app], j.index))
+        for job in moving:
+            self._stop(job, now)
+        self._grants(start, now)
+
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
             for job in app.running_jobs():
                 if job not in schedule or schedule[job].gpus != job.gpus:
                     self._stop(job, now)
+        self._grants(schedule, now)
+
+    def _grants(self, schedule: Schedule, now: float) -> None:
+        free = self._free
         for job, grant in schedule.items():
             if not job.gpus:
                 self._start(job, grant.gpus, now)
                 for g in job.gpus:
                     self._holder[g] = job
+                if free is not None:
+                    for g in job.gpus:
+                        free.remove(g)
             if grant.until is not None and grant.until != job.until:
                 heapq.heappush(self._grant_ends, (grant.until, next(self._grant_seq), job))
             job.until = grant.until
@@ -385,6 +471,8 @@ class Simulator:
         for g in job.gpus:
             if self._holder.get(g) is job:
                 del self._holder[g]
+                if self._free is not None:
+                    self._free.add(g)
         job.stop(now, best)
         self.tokens.pop(id(job), None)
 
