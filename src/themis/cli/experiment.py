@@ -64,9 +64,10 @@ def paper(
 ) -> None:
     """The main comparison of every policy on the bundled HyperDrive workload (64 GPUs),
     then sweeps of the fairness knob, the lease length, contention, the share of
-    placement-sensitive apps, estimate error, restart cost and GPU types. Writes OUT/report.html (tables and plots), OUT/results.md and
-    OUT/results.json. With --seeds every run is repeated per seed (tables: median and
-    range; plots: a line per seed, or a band)."""
+    placement-sensitive apps, estimate error, restart cost and GPU types. Writes
+    OUT/report.html (tables and plots), OUT/results.md and OUT/results.json. With --seeds
+    every run is repeated per seed (tables: median and range; plots: a line per seed, or
+    a band)."""
     names = parse_policies(policies, "--policies")
     seed_list = parse_seeds(seeds, seed_on_command_line()) or [seed]
     # Loaded after the options are checked, so that a mistake answers at once (the
