@@ -31,6 +31,7 @@ def allocate_leftover(
     """
     queues: dict[int, list[JobState]] = {}  # built on first use: leftover often runs out early
     placed: dict[JobState, tuple[int, ...]] = {}
+    pool = _Pool(cluster, leftover)
     for best_only in (True, False):
         progress = True
         while progress and leftover:
@@ -39,21 +40,43 @@ def allocate_leftover(
                 queue = queues.get(id(app))
                 if queue is None:
                     queue = queues[id(app)] = list(waiting_order(app, now, planned))
-                job, gpus = _next_fit(cluster, queue, leftover, best_only)
+                job, gpus = _next_fit(cluster, queue, pool, best_only)
                 if job is None or gpus is None:
                     continue
                 placed[job] = gpus
                 queue.remove(job)
-                leftover.difference_update(gpus)
+                pool.remove(gpus)
                 progress = True
                 if not leftover:
                     break
     return placed
 
 
+class _Pool:
+    """The leftover GPUs, and a packer over them built on first need and kept in step
+    with every placement: one packer per allocation instead of one per gang placed (a
+    packer's answers depend only on the GPUs it holds, so they are the same)."""
+
+    def __init__(self, cluster: Cluster, leftover: set[int]) -> None:
+        self.cluster = cluster
+        self.leftover = leftover
+        self._packer: Packer | None = None
+
+    def packer(self) -> Packer:
+        if self._packer is None:
+            self._packer = Packer(self.cluster, self.leftover)
+        return self._packer
+
+    def remove(self, gpus: tuple[int, ...]) -> None:
+        self.leftover.difference_update(gpus)
+        if self._packer is not None and not self._packer.take_exact(gpus):
+            raise AssertionError("placed GPUs that were not left over")
+
+
 def _next_fit(
-    cluster: Cluster, queue: list[JobState], leftover: set[int], best_only: bool
+    cluster: Cluster, queue: list[JobState], free: _Pool, best_only: bool
 ) -> tuple[JobState | None, tuple[int, ...] | None]:
+    leftover = free.leftover
     pool: Packer | None = None
     for job in queue:
         if job.gang > len(leftover):
@@ -62,7 +85,7 @@ def _next_fit(
             # Typed: each gang where its model runs fastest; a renewal stays on its GPUs
             # unless another type is worth the restart.
             if pool is None:
-                pool = Packer(cluster, leftover)
+                pool = free.packer()
             there = fastest_place(pool, job.gang, job.app.profile)
             renewal = bool(job.gpus) and leftover.issuperset(job.gpus)
             if renewal and (
@@ -77,7 +100,7 @@ def _next_fit(
         if job.gpus and leftover.issuperset(job.gpus):
             return job, job.gpus  # a lease renewal on the same GPUs: no restart
         if pool is None:
-            pool = Packer(cluster, leftover)
+            pool = free.packer()
         gpus = pool.peek(job.gang)
         if gpus is None:
             continue
