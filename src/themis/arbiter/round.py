@@ -34,7 +34,7 @@ from themis.arbiter.reservation import (
 from themis.auction.bids import Bid
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.model.cluster import Cluster
-from themis.model.placement import pack_gang
+from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import Assignment, Schedule, SchedulingView
 
@@ -168,6 +168,7 @@ class Arbiter:
         # from partly used machines before empty ones (best fit).
         offer = self._offer_order(pool)
         record.pool = offer
+        index = OfferIndex(self.cluster, offer)
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)
@@ -181,6 +182,7 @@ class Arbiter:
                     renewable[app.app_id],
                     remaining[app.app_id],
                     active_apps=active,
+                    offer_index=(index, start),
                 )
             )
         record.bids = bids

@@ -161,9 +161,25 @@ class OrderedPacker(Packer):
     several bidders can win at once instead of all asking for the same first GPUs.
     """
 
-    def __init__(self, cluster: Cluster, preference: Sequence[int]) -> None:
-        super().__init__(cluster, preference)
+    def __init__(
+        self,
+        cluster: Cluster,
+        preference: Sequence[int],
+        index: OfferIndex | None = None,
+        start: int = 0,
+    ) -> None:
+        """``index``: the round's offer indexed once, when ``preference`` is that offer
+        rotated to begin at position ``start`` (each bidder's): the pool is then copied
+        from the index instead of sorted anew, and positions are read from it."""
+        if index is None:
+            super().__init__(cluster, preference)
+        else:
+            self.cluster = cluster
+            self.by_machine = {m: list(free) for m, free in index.by_machine.items()}
+            self.size = index.size
         self.preference = list(preference)
+        self._index = index
+        self._start = start
         self._rank: dict[int, int] | None = None  # built when a gang of several needs it
         self._cursor = 0
 
@@ -173,6 +189,12 @@ class OrderedPacker(Packer):
         if self._rank is None:
             self._rank = {g: i for i, g in enumerate(self.preference)}
         return self._rank
+
+    def _position(self, gpu: int) -> int:
+        index = self._index
+        if index is None:
+            return self.rank[gpu]
+        return (index.position[gpu] - self._start) % index.size
 
     def take(
         self,
@@ -203,12 +225,23 @@ class OrderedPacker(Packer):
         for i in range(cursor, len(pref)):
             free = by_machine[machine_of[pref[i]]]
             if pref[i] in free and len(free) >= gang:
-                picked = sorted(free, key=self.rank.__getitem__)[:gang]
+                picked = sorted(free, key=self._position)[:gang]
                 for g in picked:
                     free.remove(g)
                 self.size -= gang
                 return tuple(picked)
         return super().take(gang, machine_order)
+
+
+class OfferIndex:
+    """One round's offer indexed once for all its bidders: the per-machine free lists
+    (never changed: each bidder's packer copies them) and each GPU's position."""
+
+    def __init__(self, cluster: Cluster, offer: Sequence[int]) -> None:
+        base = Packer(cluster, offer)
+        self.by_machine = base.by_machine
+        self.size = base.size
+        self.position = {g: i for i, g in enumerate(offer)}
 
 
 def pack_gang(
