@@ -324,37 +324,3 @@ def test_registered_under_its_name() -> None:
     policy: Policy = make_policy("gavel")
     assert isinstance(policy, GavelPolicy)
     assert policy.round_length == ROUND_SECONDS
-
-
-def test_untyped_schedule_unchanged_bit_for_bit_by_the_typed_path() -> None:
-    # Recorded with the code before gavel knew GPU types (main at a350dcb), as
-    # tests/simulator/test_no_oracle_regression.py records the other policies: the first
-    # 12 apps of the bundled HyperDrive trace, CLI defaults, 2x4x8.
-    import hashlib
-    from dataclasses import replace
-
-    from themis.cli.run_options import load_inputs, make_config
-    from themis.simulator.engine import Conditions
-
-    config = make_config(
-        trace="hyperdrive",
-        cluster="2x4x8",
-        fairness_knob=0.8,
-        lease=600.0,
-        batch_window=30.0,
-        seed=0,
-        arrivals=None,
-        app_interval=9000.0,
-        profiles=None,
-    )
-    wl, cluster = load_inputs(config)
-    wl = replace(wl, apps=wl.apps[:12])
-    r = simulate(
-        wl, cluster, make_policy("gavel", config.policy_options()), conditions=Conditions(0.0, 0.0)
-    )
-    text = repr(sorted((i.start, i.end, i.job_id, i.gpus) for i in r.intervals)) + repr(
-        [(a.app_id, a.finish, a.t_cluster) for a in r.apps]
-    )
-    makespan = max(a.finish for a in r.apps if a.finish is not None)
-    got = (r.rounds, hashlib.sha256(text.encode()).hexdigest()[:16], makespan)
-    assert got == (468, "77b9c0002d427b90", 138632.0)

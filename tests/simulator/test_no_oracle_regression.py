@@ -32,6 +32,8 @@ RECORDED = {
     "tiresias": (314, "6f13cae0063c7c33", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
     "gandiva": (310, "acef44aa027d2a62", 139112.0),
+    # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged
+    "gavel": (468, "77b9c0002d427b90", 138632.0),
 }
 
 
