@@ -17,7 +17,7 @@ from themis.agent.app_scheduler import waiting_order
 from themis.auction.bids import Bid, MenuEntry
 from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
 from themis.model.cluster import Cluster, SetShape
-from themis.model.placement import OfferIndex, OrderedPacker, fastest_place, worth_moving
+from themis.model.placement import OfferIndex, OrderedPacker, move_target
 from themis.model.state import AppState, JobState
 
 #: How much worse than its worst useful outcome a starving app values winning nothing
@@ -190,8 +190,7 @@ class Agent:
         """Whether a job whose lease ends runs enough faster on another type the offer
         holds to be worth a restart (typed clusters: a job never stays on a K80 while a
         free V100 would run it four times faster)."""
-        there = fastest_place(pool, job.gang, self.app.profile)
-        return there is not None and worth_moving(self.cluster, self.app.profile, job.gpus, there)
+        return move_target(pool, self.app.profile, job.gpus) is not None
 
     def units(self, bundle: tuple[Hashable, ...]) -> list[int] | None:
         """The GPU counts of ``bundle`` this app can use: its gang boundaries (None: a

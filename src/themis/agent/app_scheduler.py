@@ -12,7 +12,7 @@ import heapq
 from collections.abc import Iterable, Iterator
 
 from themis.model.cluster import Cluster
-from themis.model.placement import Packer, fastest_place, worth_moving
+from themis.model.placement import Packer, fastest_place, move_target
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 
@@ -51,17 +51,15 @@ def assign_jobs(
     move to a faster type among the app's GPUs (the others keep theirs until it ends)."""
     pool = Packer(cluster, owned)
     plan: dict[JobState, tuple[int, ...]] = {}
-    profile = app.profile if cluster.typed and movable else None
+    may_move = movable if cluster.typed and movable else set()
     for job in app.running_jobs():
-        if profile is not None and movable and id(job) in movable and pool.take_exact(job.gpus):
-            # Typed: it stays unless a faster type among the app's GPUs is worth a move.
-            there = fastest_place(pool, job.gang, profile)
-            if there is not None and worth_moving(cluster, profile, job.gpus, there):
-                pool.give_back(job.gpus)
-                continue
-            plan[job] = job.gpus
-        elif pool.take_exact(job.gpus):
-            plan[job] = job.gpus
+        if not pool.take_exact(job.gpus):
+            continue
+        # Typed: a renewing job stays unless a faster type among the app's GPUs is worth a move.
+        if id(job) in may_move and move_target(pool, app.profile, job.gpus) is not None:
+            pool.give_back(job.gpus)
+            continue
+        plan[job] = job.gpus
     skip = {id(j) for j in plan}
     if placed:
         skip |= placed

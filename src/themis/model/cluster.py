@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from themis.errors import ThemisError
@@ -84,15 +84,7 @@ class Cluster:
         self.machine_type: dict[int, str | None] = {
             m: self.type_of[v[0]] for m, v in self.machine_gpus.items()
         }
-        if self.typed:
-            self.shape = self._shape(tuple(range(len(self.gpus))))
-        else:
-            racks = Counter(g.rack for g in self.gpus)
-            self.shape = SetShape(
-                len(self.gpus),
-                max(len(v) for v in machines.values()),
-                max(racks.values()),
-            )
+        self.shape = self._shape(tuple(range(len(self.gpus))))
         # each GPU's position when the cluster is listed rack by rack, machine by machine
         order = sorted(
             range(len(self.gpus)), key=lambda g: (self.rack_of[g], self.machine_of[g], g)
@@ -189,10 +181,9 @@ class Cluster:
     def _shape(self, gpus: tuple[int, ...]) -> SetShape:
         if not gpus:
             return EMPTY_SHAPE
-        per_machine = Counter(map(self.machine_of.__getitem__, gpus))
-        per_rack = Counter(map(self.rack_of.__getitem__, gpus))
+        whole = self._shape_untyped(gpus)
         if not self.typed:
-            return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()))
+            return whole
         by_type: dict[str, list[int]] = {}
         type_of = self.type_of
         for g in gpus:
@@ -200,7 +191,7 @@ class Cluster:
         parts = tuple(
             (t, self._shape_untyped(tuple(by_type[t]))) for t in self.types if t in by_type
         )
-        return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()), parts)
+        return replace(whole, parts=parts)
 
     def _shape_untyped(self, gpus: tuple[int, ...]) -> SetShape:
         per_machine = Counter(map(self.machine_of.__getitem__, gpus))

@@ -81,8 +81,6 @@ class Packer:
             if sum(len(free) for free in subset.values()) < gang:
                 continue
             gpus = self._peek_in(subset, gang, machine_order)
-            if gpus is None:
-                continue
             machines = {self.cluster.machine_of[g] for g in gpus}
             first = min(machines)
             fit = len(subset[first]) if len(machines) == 1 else 0
@@ -96,7 +94,7 @@ class Packer:
         by_machine: dict[int, list[int]],
         gang: int,
         machine_order: Sequence[int] | None,
-    ) -> tuple[int, ...] | None:
+    ) -> tuple[int, ...]:
         """``peek`` within ``by_machine``, which holds at least ``gang`` free GPUs."""
         rank = {m: i for i, m in enumerate(machine_order)} if machine_order is not None else None
 
@@ -274,6 +272,17 @@ def fastest_place(pool: Packer, gang: int, profile: ModelProfile) -> tuple[int, 
         if rate > best_rate:
             best, best_rate = gpus, rate
     return best
+
+
+def move_target(
+    pool: Packer, profile: ModelProfile, current: tuple[int, ...]
+) -> tuple[int, ...] | None:
+    """Where in ``pool`` a running gang on ``current`` should move (the fastest place, if
+    it gains ``MOVE_GAIN``), or None to stay."""
+    there = fastest_place(pool, len(current), profile)
+    if there is None or not worth_moving(pool.cluster, profile, current, there):
+        return None
+    return there
 
 
 def worth_moving(
