@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -36,7 +37,7 @@ from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies.base import Assignment, Schedule, SchedulingView
+from themis.policies.base import Assignment, Changes, Schedule, SchedulingView
 
 LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
 
@@ -97,6 +98,8 @@ class Arbiter:
         self.lease_align = lease_align
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
+        #: Active apps whose demand exceeds what they hold (see ``_hungry_apps``).
+        self._hungry: set[AppState] | None = None
         self.last_round: RoundRecord | None = None
 
     def agent(self, app: AppState) -> Agent:
@@ -118,15 +121,41 @@ class Arbiter:
         return aligned
 
     def run_round(self, view: SchedulingView) -> Schedule:
+        """The round as the full schedule: every job that runs after it."""
+        grants, ending = self.plan(view)
+        ended = {id(j) for j in ending}
+        schedule: Schedule = {
+            job: Assignment(job.gpus, job.until)
+            for app in view.apps
+            for job in app.running_jobs()
+            if id(job) not in ended
+        }
+        schedule.update(grants)
+        return schedule
+
+    def run_changes(self, view: SchedulingView) -> Changes:
+        """The round as what changes (``Policy.changes``): the jobs whose grants end now
+        and are not renewed stop; new and renewed grants start."""
+        grants, ending = self.plan(view)
+        return Changes([j for j in ending if j not in grants], grants)
+
+    def plan(self, view: SchedulingView) -> tuple[Schedule, list[JobState]]:
+        """This round's new and renewed grants, and the running jobs whose grants end now
+        (those not granted again stop; every other running job keeps its GPUs and grant).
+        A round costs the apps that want GPUs and the grants that end, not every app."""
         now = view.now
         self.reservations.account(now)
-        schedule, pool, renewable = view.split_ending()
-        kept: dict[str, list[int]] = {app.app_id: [] for app in view.apps}
-        for job in schedule:
-            kept[job.app.app_id].extend(job.gpus)
+        ending = view.ending_jobs()
+        pool = set(view.free_gpus())
+        renewable: dict[str, list[JobState]] = {}
+        for job in ending:
+            pool.update(job.gpus)
+            renewable.setdefault(job.app.app_id, []).append(job)
+        hungry = self._hungry_apps(view)
+        grants: Schedule = {}
         if not pool:
             self._drop_stale_reservation(view, now)
-            return schedule
+            return grants, ending
 
         # 1. Visibility: rho with everything the app holds now, leases ending included, so
         # that an app whose leases just ended does not look as badly off as one that has
@@ -134,7 +163,12 @@ class Arbiter:
         # that cannot run on what it holds reports its starving rho (finite, grows with
         # its wait) instead of one constant shared by every starving app.
         active = len(view.apps)
-        wanting = [a for a in view.apps if a.demand() > len(kept[a.app_id])]
+        kept: dict[str, list[int]] = {}
+        wanting = []
+        for a in _in_order(view, hungry, ending):
+            kept[a.app_id] = mine = _kept(a, renewable.get(a.app_id))
+            if a.demand() > len(mine):
+                wanting.append(a)
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
         agents = {a.app_id: self.agent(a) for a in wanting}
         # What each app has left to do, computed once for its rho here and its bid below.
@@ -151,17 +185,20 @@ class Arbiter:
         # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
         wanting.sort(key=lambda a: (a.app_id not in starving, -rhos[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
-        planned: set[int] = {id(j) for j in schedule}
+        # Jobs running after this round, as far as the app scheduler and the leftover step
+        # (which only place jobs of apps in ``wanting``) need to know.
+        ended = {id(j) for j in ending}
+        planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
 
         # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
-        reserved, started = self._reserve(view, wanting, pool, now, schedule, planned)
+        reserved, started = self._reserve(view, wanting, pool, now, grants, planned)
         reserved_jobs = set() if started is None else {id(started)}
         pool.difference_update(reserved)
         record = RoundRecord(now, [], rhos, [a.app_id for a in offered], [], None)
         record.reserved = sorted(reserved)
         if not pool:
             self.last_round = record
-            return schedule
+            return grants, ending
 
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
         # the offer lists the most fragmented machines first, so small bundles are carved
@@ -179,7 +216,7 @@ class Arbiter:
                     n_avg[app.app_id],
                     kept[app.app_id],
                     rotated,
-                    renewable[app.app_id],
+                    renewable.get(app.app_id, ()),
                     remaining[app.app_id],
                     active_apps=active,
                     offer_index=(index, start),
@@ -208,12 +245,12 @@ class Arbiter:
                 [*kept[app.app_id], *granted],
                 now,
                 reserved_jobs,
-                {id(j) for j in renewable[app.app_id]},
+                {id(j) for j in renewable.get(app.app_id, ())},
             )
             leftover.update(unused)
             for job, gpus in plan.items():
-                if job not in schedule:
-                    schedule[job] = Assignment(gpus, until)
+                if id(job) not in planned:
+                    grants[job] = Assignment(gpus, until)
                     planned.add(id(job))
         # 5. Leftover, worst-off first; the auction's winners come last, so that no
         # bidder gets its own hidden payment back.
@@ -225,10 +262,30 @@ class Arbiter:
             placed = allocate_leftover(self.cluster, order, planned, leftover, now)
             for job, gpus in placed.items():
                 # 6. Leases for every new or renewed placement.
-                schedule[job] = Assignment(gpus, until)
+                grants[job] = Assignment(gpus, until)
                 record.leftover_grants.setdefault(job.app.app_id, []).extend(gpus)
         self.last_round = record
-        return schedule
+        return grants, ending
+
+    def _hungry_apps(self, view: SchedulingView) -> set[AppState] | None:
+        """The active apps whose demand exceeds what they hold, kept across rounds from
+        the apps the mechanism says changed since the last round (``view.changed``); None
+        when it keeps no such book (every app is then looked at)."""
+        changed = view.changed
+        if changed is None or self._hungry is None:
+            self._hungry = None if changed is None else set()
+            look_at: Iterable[AppState] = view.apps
+        else:
+            look_at = changed
+        hungry = self._hungry
+        if hungry is None:
+            return None
+        for app in look_at:
+            if app.finish is None and app.demand() > len(app.held()):
+                hungry.add(app)
+            else:
+                hungry.discard(app)
+        return hungry
 
     def _offer_order(self, pool: set[int]) -> list[int]:
         """The offered GPUs, machines with the fewest free GPUs first (then topology)."""
@@ -292,6 +349,29 @@ class Arbiter:
         """Whether a gang can start on its best span with the GPUs of ``pool``."""
         gpus = pack_gang(self.cluster, pool, gang)
         return gpus is not None and self.cluster.span(gpus) <= self.cluster.best_span(gang)
+
+
+def _kept(app: AppState, ending: Sequence[JobState] | None) -> list[int]:
+    """The GPUs ``app`` keeps through this round: those of its running jobs whose grants
+    do not end now (in submission order)."""
+    if not ending:
+        return list(app.held())
+    ended = {id(j) for j in ending}
+    return [g for j in app.running_jobs() if id(j) not in ended for g in j.gpus]
+
+
+def _in_order(
+    view: SchedulingView, hungry: set[AppState] | None, ending: Sequence[JobState]
+) -> list[AppState]:
+    """The apps that may want GPUs this round, in the order of ``view.apps``: with the
+    book of hungry apps, those and the apps whose grants end (the only ones whose
+    demand can exceed what they keep); without it, every active app."""
+    if hungry is None or view.order is None:
+        return list(view.apps)
+    apps = set(hungry)
+    apps.update(j.app for j in ending)
+    rank = view.order
+    return sorted(apps, key=rank.__getitem__)
 
 
 def _waits_for(app: AppState, gang: int) -> bool:

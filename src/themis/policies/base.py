@@ -64,6 +64,10 @@ class SchedulingView:
     free: AbstractSet[int] | None = None
     changed: AbstractSet[AppState] | None = None
     order: Mapping[AppState, int] | None = None
+    #: The running jobs whose grants end in this round (``ending``), apps in the order of
+    #: ``apps`` and each app's jobs in submission order, when the mechanism keeps a book
+    #: of grant ends (the simulator does); None: derive them from ``apps``.
+    ending_grants: Sequence[JobState] | None = None
     _busy: set[int] | None = field(default=None, init=False, repr=False)
 
     def free_gpus(self) -> list[int]:
@@ -84,6 +88,14 @@ class SchedulingView:
     def ending(self, job: JobState) -> bool:
         """Whether ``job``'s grant ends in this round."""
         return job.until is not None and job.until <= self.now + self.window
+
+    def ending_jobs(self) -> list[JobState]:
+        """The running jobs whose grants end in this round, apps in order, then each app's
+        jobs in submission order: from the mechanism's book when it keeps one, so a
+        leasing round costs the grants that end, not every running job."""
+        if self.ending_grants is not None:
+            return list(self.ending_grants)
+        return [j for app in self.apps for j in app.running_jobs() if self.ending(j)]
 
     def split_ending(self) -> tuple[Schedule, set[int], dict[str, list[JobState]]]:
         """What a leasing round starts from: the running jobs whose grants do not end now

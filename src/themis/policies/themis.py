@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from themis.arbiter.round import Arbiter
-from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
@@ -18,7 +18,16 @@ class ThemisPolicy(Policy):
         super().__init__(options)
         self._arbiter: Arbiter | None = None
 
+    #: A round changes only the grants that end and the GPUs that are free.
+    incremental = True
+
     def schedule(self, view: SchedulingView) -> Schedule:
+        return self._arbiter_for(view).run_round(view)
+
+    def changes(self, view: SchedulingView) -> Changes:
+        return self._arbiter_for(view).run_changes(view)
+
+    def _arbiter_for(self, view: SchedulingView) -> Arbiter:
         if self._arbiter is None or self._arbiter.cluster is not view.cluster:
             self._arbiter = Arbiter(
                 view.cluster,
@@ -29,7 +38,7 @@ class ThemisPolicy(Policy):
                 self.options.reservation_bound,
                 self.options.lease_align,
             )
-        return self._arbiter.run_round(view)
+        return self._arbiter
 
     def report(self) -> dict[str, float]:
         if self._arbiter is None:

@@ -309,6 +309,31 @@ class Simulator:
             heapq.heappop(ends)
         return False
 
+    def _ending_grants(self, horizon: float) -> list[JobState]:
+        """The running jobs whose grants end by ``horizon`` (``SchedulingView.ending``), in
+        admission order, then submission order: read from the heap of grant ends, walking
+        only the entries due by then (a heap's children are never due before their
+        parent), so a round costs the grants that end, not every running job. Every
+        running job with a grant end has a live entry there (one is pushed whenever its
+        end changes; ``any_grant_ending`` drops only dead ones)."""
+        ends = self._grant_ends
+        found: dict[int, JobState] = {}
+        stack = [0] if ends else []
+        while stack:
+            k = stack.pop()
+            until, _, job = ends[k]
+            if until > horizon:
+                continue
+            if job.gpus and job.until == until:
+                found[id(job)] = job
+            child = 2 * k + 1
+            if child < len(ends):
+                stack.append(child)
+                if child + 1 < len(ends):
+                    stack.append(child + 1)
+        rank = self._rank
+        return sorted(found.values(), key=lambda j: (rank[j.app], j.index))
+
     # -- rounds -----------------------------------------------------------------------------
 
     def _round(self, now: float) -> None:
@@ -325,6 +350,7 @@ class Simulator:
             self._free,
             changed,
             self._rank,
+            self._ending_grants(now + self.batch_window),
         )
         if self.policy.incremental:
             changes = self.policy.changes(view)
