@@ -98,6 +98,11 @@ class Arbiter:
         self.lease_align = lease_align
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
+        rank = cluster.topology_rank
+        #: Each machine's first GPU in topology order (``_offer_order``).
+        self._machine_rank = {
+            m: min(rank[g] for g in gpus) for m, gpus in cluster.machine_gpus.items()
+        }
         #: Active apps whose demand exceeds what they hold (see ``_hungry_apps``).
         self._hungry: set[AppState] | None = None
         self.last_round: RoundRecord | None = None
@@ -288,13 +293,24 @@ class Arbiter:
         return hungry
 
     def _offer_order(self, pool: set[int]) -> list[int]:
-        """The offered GPUs, machines with the fewest free GPUs first (then topology)."""
+        """The offered GPUs, machines with the fewest free GPUs first (then topology).
+
+        That is the pool sorted by (free GPUs on its machine, topology rank); a machine's
+        GPUs are consecutive in topology order (rack, machine, id), so it is the machines
+        sorted by (free count, their first GPU's rank), each machine's GPUs by id."""
         machine_of = self.cluster.machine_of
-        free_on: dict[int, int] = {}
+        on: dict[int, list[int]] = {}
         for g in pool:
-            free_on[machine_of[g]] = free_on.get(machine_of[g], 0) + 1
-        rank = self.cluster.topology_rank
-        return sorted(pool, key=lambda g: (free_on[machine_of[g]], rank[g]))
+            gpus = on.get(machine_of[g])
+            if gpus is None:
+                on[machine_of[g]] = [g]
+            else:
+                gpus.append(g)
+        first = self._machine_rank
+        offer: list[int] = []
+        for m in sorted(on, key=lambda m: (len(on[m]), first[m])):
+            offer.extend(sorted(on[m]))
+        return offer
 
     def _drop_stale_reservation(self, view: SchedulingView, now: float) -> None:
         res = self.reservations.current

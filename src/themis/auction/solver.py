@@ -257,6 +257,25 @@ def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], Prices |
     return pricing
 
 
+def _knapsack_row(
+    base: list[float], below: list[float], options: list[_Option], capacity: int
+) -> list[float]:
+    """``row[f] = max(below[f], max over options of gain + base[f - size])``: the best gain
+    with at most ``f`` GPUs when this position's bidder may win one of ``options`` and
+    the rest of its clique wins nothing.
+
+    Each option updates a whole slice in C (``map(max, row, shifted)``): the same floats
+    as an element-wise ``if value > row[f]`` loop, since ``max`` keeps its first argument
+    unless the second is larger (NaN included)."""
+    row = list(below)
+    for gain, _, size, _ in options:
+        if size > capacity:
+            continue
+        shifted = [gain + b for b in base[: capacity + 1 - size]]
+        row[size:] = map(max, row[size:], shifted)
+    return row
+
+
 #: A candidate in search form: (gain, mask, number of GPUs, the candidate).
 _Option = tuple[float, int, int, Candidate]
 
@@ -373,14 +392,7 @@ class _Search:
             table = [[]] * q + full.table[q + 1 :]
             merged = [[]] * q + full.merged[q + 1 :]
         for i in range(q - 1, -1, -1):
-            base = table[end[i]]
-            row = list(table[i + 1])
-            for gain, _, size, _ in seq[i]:
-                for f in range(size, capacity + 1):
-                    value = gain + base[f - size]
-                    if value > row[f]:
-                        row[f] = value
-            table[i] = row
+            table[i] = _knapsack_row(table[end[i]], table[i + 1], seq[i], capacity)
             if end[i] == i + 1:
                 merged[i] = seq[i]
             else:  # the rest of the clique from i on, as one bidder
