@@ -258,21 +258,24 @@ def _repriced(plan: _Plan, search: _Search, freed: int) -> Callable[[], Prices |
 
 
 def _knapsack_row(
-    base: list[float], below: list[float], options: list[_Option], capacity: int
+    base: list[float], below: list[float], options: list[_Option], capacity: int, reach: int
 ) -> list[float]:
     """``row[f] = max(below[f], max over options of gain + base[f - size])``: the best gain
     with at most ``f`` GPUs when this position's bidder may win one of ``options`` and
     the rest of its clique wins nothing.
 
-    Each option updates a whole slice in C (``map(max, row, shifted)``): the same floats
-    as an element-wise ``if value > row[f]`` loop, since ``max`` keeps its first argument
-    unless the second is larger (NaN included)."""
-    row = list(below)
+    Computed up to ``reach`` only, where every bidder left fits its largest entry: beyond
+    it every term is the one at ``reach`` (the rows it is built from are constant there
+    too), so the row is that value repeated, the same floats. Each option updates a whole
+    slice in C (``map(max, row, shifted)``): the same floats as an element-wise ``if value
+    > row[f]`` loop, since ``max`` keeps its first argument unless the second is larger."""
+    row = below[: reach + 1]
     for gain, _, size, _ in options:
-        if size > capacity:
+        if size > reach:
             continue
-        shifted = [gain + b for b in base[: capacity + 1 - size]]
+        shifted = [gain + b for b in base[: reach + 1 - size]]
         row[size:] = map(max, row[size:], shifted)
+    row.extend([row[reach]] * (capacity - reach))
     return row
 
 
@@ -391,8 +394,13 @@ class _Search:
             n = len(seq)
             table = [[]] * q + full.table[q + 1 :]
             merged = [[]] * q + full.merged[q + 1 :]
+        # GPUs beyond which each row stops changing: every bidder left wins its largest.
+        reach = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            largest = max((t[2] for t in seq[i]), default=0)
+            reach[i] = min(capacity, max(reach[i + 1], largest + reach[end[i]]))
         for i in range(q - 1, -1, -1):
-            table[i] = _knapsack_row(table[end[i]], table[i + 1], seq[i], capacity)
+            table[i] = _knapsack_row(table[end[i]], table[i + 1], seq[i], capacity, reach[i])
             if end[i] == i + 1:
                 merged[i] = seq[i]
             else:  # the rest of the clique from i on, as one bidder

@@ -35,6 +35,10 @@ class Packer:
     def __len__(self) -> int:
         return self.size
 
+    def _changing(self, machine: int) -> list[int]:
+        """``machine``'s free list, about to be changed (see ``OrderedPacker``)."""
+        return self.by_machine[machine]
+
     def gpus(self) -> set[int]:
         return {g for free in self.by_machine.values() for g in free}
 
@@ -45,7 +49,7 @@ class Packer:
             if free is None or g not in free:
                 return False
         for g in gpus:
-            self.by_machine[self.cluster.machine_of[g]].remove(g)
+            self._changing(self.cluster.machine_of[g]).remove(g)
         self.size -= len(gpus)
         return True
 
@@ -53,7 +57,9 @@ class Packer:
         """Return GPUs taken from this pool (``take_exact`` undone)."""
         machine_of = self.cluster.machine_of
         for g in gpus:
-            free = self.by_machine.setdefault(machine_of[g], [])
+            if machine_of[g] not in self.by_machine:
+                self.by_machine[machine_of[g]] = []
+            free = self._changing(machine_of[g])
             free.append(g)
             free.sort()
         self.size += len(gpus)
@@ -145,7 +151,7 @@ class Packer:
         gpus = self.peek(gang, machine_order, gpu_type)
         if gpus is not None:
             for g in gpus:
-                self.by_machine[self.cluster.machine_of[g]].remove(g)
+                self._changing(self.cluster.machine_of[g]).remove(g)
             self.size -= gang
         return gpus
 
@@ -173,13 +179,26 @@ class OrderedPacker(Packer):
             super().__init__(cluster, preference)
         else:
             self.cluster = cluster
-            self.by_machine = {m: list(free) for m, free in index.by_machine.items()}
+            # The index's lists, shared until this packer first changes one (copy on
+            # write): a bid touches a few machines of an offer that may span thousands.
+            self.by_machine = dict(index.by_machine)
+            self._own: set[int] | None = set()
             self.size = index.size
+        if index is None:
+            self._own = None  # built from ``preference``: every list is this packer's
         self.preference = list(preference)
         self._index = index
         self._start = start
         self._rank: dict[int, int] | None = None  # built when a gang of several needs it
         self._cursor = 0
+
+    def _changing(self, machine: int) -> list[int]:
+        own = self._own
+        if own is None or machine in own:
+            return self.by_machine[machine]
+        own.add(machine)
+        free = self.by_machine[machine] = list(self.by_machine[machine])
+        return free
 
     @property
     def rank(self) -> dict[int, int]:
@@ -217,13 +236,14 @@ class OrderedPacker(Packer):
         if gang == 1:
             # The first free GPU in preference order is its machine's first free one.
             g = pref[cursor]
-            by_machine[machine_of[g]].remove(g)
+            self._changing(machine_of[g]).remove(g)
             self.size -= 1
             return (g,)
         for i in range(cursor, len(pref)):
             free = by_machine[machine_of[pref[i]]]
             if pref[i] in free and len(free) >= gang:
                 picked = sorted(free, key=self._position)[:gang]
+                free = self._changing(machine_of[pref[i]])
                 for g in picked:
                     free.remove(g)
                 self.size -= gang
