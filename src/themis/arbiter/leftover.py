@@ -33,6 +33,11 @@ def allocate_leftover(
     placed: dict[JobState, tuple[int, ...]] = {}
     pool = _Pool(cluster, leftover)
     for best_only in (True, False):
+        # Untyped clusters: a job that cannot be placed now cannot be later in the same
+        # series of passes (the leftover only shrinks: no more room, no renewal on GPUs
+        # given away, no better span), so it leaves the series' queue: each pass then
+        # looks at the jobs that may still fit, not every waiting job again.
+        series: dict[int, list[JobState]] = {}
         progress = True
         while progress and leftover:
             progress = False
@@ -40,7 +45,15 @@ def allocate_leftover(
                 queue = queues.get(id(app))
                 if queue is None:
                     queue = queues[id(app)] = list(waiting_order(app, now, planned))
-                job, gpus = _next_fit(cluster, queue, pool, best_only)
+                if cluster.typed:
+                    job, gpus = _next_fit(cluster, queue, pool, best_only)
+                else:
+                    mine = series.get(id(app))
+                    if mine is None:
+                        mine = series[id(app)] = list(queue)
+                    job, gpus = _next_fit(cluster, mine, pool, best_only, prune=True)
+                    if job is not None:
+                        mine.remove(job)
                 if job is None or gpus is None:
                     continue
                 placed[job] = gpus
@@ -74,14 +87,19 @@ class _Pool:
 
 
 def _next_fit(
-    cluster: Cluster, queue: list[JobState], free: _Pool, best_only: bool
+    cluster: Cluster, queue: list[JobState], free: _Pool, best_only: bool, prune: bool = False
 ) -> tuple[JobState | None, tuple[int, ...] | None]:
+    """The first job of ``queue`` that fits the leftover, and where. ``prune`` (untyped
+    clusters): drop from ``queue`` the jobs passed over, which cannot fit later in this
+    series of passes either."""
     leftover = free.leftover
     pool: Packer | None = None
+    passed = 0
+    found: tuple[JobState | None, tuple[int, ...] | None] = (None, None)
     for job in queue:
-        if job.gang > len(leftover):
-            continue
         if cluster.typed:
+            if job.gang > len(leftover):
+                continue
             # Typed: each gang where its model runs fastest; a renewal stays on its GPUs
             # unless another type is worth the restart.
             if pool is None:
@@ -97,14 +115,19 @@ def _next_fit(
             if best_only and cluster.span(there) > cluster.best_span(job.gang):
                 continue
             return job, there
-        if job.gpus and leftover.issuperset(job.gpus):
-            return job, job.gpus  # a lease renewal on the same GPUs: no restart
-        if pool is None:
-            pool = free.packer()
-        gpus = pool.peek(job.gang)
-        if gpus is None:
-            continue
-        if best_only and cluster.span(gpus) > cluster.best_span(job.gang):
-            continue
-        return job, gpus
-    return None, None
+        if job.gang <= len(leftover):
+            if job.gpus and leftover.issuperset(job.gpus):
+                found = job, job.gpus  # a lease renewal on the same GPUs: no restart
+                break
+            if pool is None:
+                pool = free.packer()
+            gpus = pool.peek(job.gang)
+            if gpus is not None and not (
+                best_only and cluster.span(gpus) > cluster.best_span(job.gang)
+            ):
+                found = job, gpus
+                break
+        passed += 1
+    if prune and passed:
+        del queue[:passed]
+    return found
