@@ -6,6 +6,7 @@ exactly the GPUs ``Packer`` would."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,12 +17,14 @@ from themis.model.placement import Packer
 from themis.model.profiles import load_profiles
 from themis.policies import PolicyOptions, make_policy
 from themis.policies._pool import FreePool
+from themis.policies.base import Changes, Schedule, SchedulingView
+from themis.policies.themis import ThemisPolicy
 from themis.simulator.engine import Conditions, SimulationResult, simulate
 from themis.workload.generator import GeneratorSpec, generate
 
 from .test_invariants import scenarios
 
-INCREMENTAL = ["fifo", "max-min"]
+INCREMENTAL = ["fifo", "max-min", "themis"]
 
 
 def _fingerprint(result: SimulationResult) -> tuple:
@@ -128,3 +131,57 @@ def test_a_policy_reused_for_another_run_starts_its_books_afresh(policy: str) ->
     again = _fingerprint(simulate(second, cluster, reused))
     fresh = _fingerprint(simulate(second, cluster, make_policy(policy, PolicyOptions())))
     assert again == fresh
+
+
+class _BooklessThemis(ThemisPolicy):
+    """Themis asked for the full schedule with views that carry none of the simulator's
+    books (no grant-end book, no changed apps, no ranks): every round then scans every
+    app and running job, as the Ray runtime's rounds do."""
+
+    incremental = False
+
+    def schedule(self, view: SchedulingView) -> Schedule:
+        return super().schedule(replace(view, changed=None, order=None, ending_grants=None))
+
+    def changes(self, view: SchedulingView) -> Changes:  # pragma: no cover - not incremental
+        raise AssertionError("asked for changes")
+
+
+def _themis_books_and_scans(workload, cluster: Cluster, options: PolicyOptions, **kw) -> tuple:
+    booked = make_policy("themis", options)
+    return (
+        _fingerprint(simulate(workload, cluster, booked, **kw)),
+        _fingerprint(simulate(workload, cluster, _BooklessThemis(options), **kw)),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_themis_books_make_the_run_the_scans_make(scenario: tuple) -> None:
+    """The arbiter's books (the grant ends the simulator reads from its heap, the hungry
+    apps kept from the changed ones) stand for the scans of every app and running job."""
+    workload, cluster, options, window = scenario
+    booked, scanned = _themis_books_and_scans(
+        workload, Cluster.from_spec(cluster), options, batch_window=window
+    )
+    assert booked == scanned
+
+
+@pytest.mark.parametrize(
+    ("spec", "cluster", "conditions"),
+    [
+        (GeneratorSpec(jobs=600, seed=1, gpus=80), "1x10x8", Conditions()),
+        (GeneratorSpec(jobs=500, seed=2, gpus=64, load=1.5), "2x4x8", Conditions(0.3, 30.0)),
+        (GeneratorSpec(jobs=400, seed=3, gpus=64), "1x4x8:v100+1x4x8:k80", Conditions()),
+        (GeneratorSpec(jobs=300, seed=5, gpus=32, online_halving=1), "1x4x8", Conditions()),
+    ],
+)
+def test_themis_books_on_generated_workloads(
+    spec: GeneratorSpec, cluster: str, conditions: Conditions
+) -> None:
+    workload = generate(spec, load_profiles())
+    booked, scanned = _themis_books_and_scans(
+        workload, Cluster.from_spec(cluster), PolicyOptions(), conditions=conditions
+    )
+    assert booked[0] > 100
+    assert booked == scanned

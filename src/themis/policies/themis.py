@@ -17,6 +17,7 @@ class ThemisPolicy(Policy):
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self._arbiter: Arbiter | None = None
+        self._order: object = None  # the books of the run the arbiter serves
 
     #: A round changes only the grants that end and the GPUs that are free.
     incremental = True
@@ -28,7 +29,11 @@ class ThemisPolicy(Policy):
         return self._arbiter_for(view).run_changes(view)
 
     def _arbiter_for(self, view: SchedulingView) -> Arbiter:
-        if self._arbiter is None or self._arbiter.cluster is not view.cluster:
+        # Another run (the simulator's books of ranks are new, or another cluster): a
+        # fresh arbiter, so its seeded draws and books never carry over between runs.
+        another_run = view.order is not None and view.order is not self._order
+        self._order = view.order
+        if self._arbiter is None or self._arbiter.cluster is not view.cluster or another_run:
             self._arbiter = Arbiter(
                 view.cluster,
                 self.options.fairness_knob,
