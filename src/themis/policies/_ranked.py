@@ -40,8 +40,7 @@ from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
 from themis.policies._books import Books, Key
-from themis.policies._pool import FreePool
-from themis.policies._quantum import fill
+from themis.policies._quantum import fill, place_changes
 from themis.policies.base import (
     Assignment,
     Changes,
@@ -119,37 +118,7 @@ class RankedPolicy(Policy):
         ]
         capacity = len(view.free) + sum(j.spec.gang for j in contenders)
         chosen = books.waiting.fill(capacity, keys)
-        until = self.grant_until(view)
-        start: Schedule = {}
-        new: list[JobState] = []
-        for job in chosen:
-            if not job.gpus:
-                new.append(job)
-            elif until != job.until:  # kept, with a new grant end
-                start[job] = Assignment(job.gpus, until)
-                books.granted(job, until)
-        kept = set(chosen)
-        stop = [j for j in contenders if j not in kept]
-        if not new:
-            return Changes(stop, start)
-        pool: Packer | FreePool
-        if isinstance(view.free, FreePool) and not cluster.typed:
-            pool = view.free  # the simulator gives back what is carved from it
-            for job in stop:
-                pool.draft_add(job.gpus)
-        else:
-            pool = Packer(cluster, set(view.free).union(*(j.gpus for j in stop)))
-        new.sort(key=lambda j: -j.spec.gang)  # as ``schedule``: largest gangs first
-        for job in new:
-            gpus = pool.take(job.spec.gang)
-            if gpus is None:
-                if cluster.typed:
-                    continue  # chosen by count, type-blind: no one type holds it this round
-                raise AssertionError("unreachable: gangs were chosen by count")
-            start[job] = Assignment(gpus, until)
-            books.started.append(job)
-            books.granted(job, until)
-        return Changes(stop, start)
+        return place_changes(view, books, chosen, contenders, self.grant_until(view))
 
     def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
         """A waiting job's place in the ranking (``_Ranked``, with the app's admission
