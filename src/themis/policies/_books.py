@@ -118,8 +118,13 @@ class Books:
     ``sync`` moves them from waiting to running). Grant ends are tracked for ``ending``.
     """
 
-    def __init__(self, key: Callable[[JobState, SchedulingView], Key]) -> None:
+    def __init__(
+        self,
+        key: Callable[[JobState, SchedulingView], Key],
+        on_reset: Callable[[], None] | None = None,
+    ) -> None:
         self.key = key
+        self.on_reset = on_reset  # called when the books start afresh (a new run)
         self.waiting = WaitingIndex()
         self.running_of: dict[AppState, dict[JobState, None]] = {}
         self.started: list[JobState] = []
@@ -141,6 +146,8 @@ class Books:
             self._order, self._cluster = view.order, view.cluster  # another run: afresh
             self.waiting = WaitingIndex()
             self.running_of, self._touches, self._ends, self.started = {}, {}, [], []
+            if self.on_reset is not None:
+                self.on_reset()
             apps = view.apps
         waiting = self.waiting
         for job in self.started:
