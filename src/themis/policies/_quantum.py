@@ -76,8 +76,9 @@ class Round:
 def open_round(view: SchedulingView, quantum: float) -> Round:
     keep: list[JobState] = []
     ending: list[JobState] = []
-    for job in view.running():
-        (ending if view.ending(job) else keep).append(job)
+    for app in view.apps:  # as ``view.running()``, from each app's running jobs only
+        for job in app.running_jobs():
+            (ending if view.ending(job) else keep).append(job)
     return Round(view, quantum_end(view.now, view.window, quantum), keep, ending, view.free_gpus())
 
 

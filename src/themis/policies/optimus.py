@@ -114,9 +114,11 @@ class OptimusPolicy(Policy):
             ending.setdefault(id(job.app), []).append(job)
         heap: list[tuple[tuple[int, float, int], AppPlan, JobState]] = []
         for order, app in enumerate(view.apps):
-            running = sorted(ending.get(id(app), []), key=lambda j: -j.remaining_at(view.now))
-            jobs = running + app.idle_jobs()
-            if not jobs:
+            mine = ending.get(id(app))
+            jobs = app.idle_jobs()
+            if mine:
+                jobs = sorted(mine, key=lambda j: -j.remaining_at(view.now)) + jobs
+            elif not jobs:
                 continue
             plan = AppPlan(app, order, held[id(app)], jobs, view.now)
             first = plan.candidate(capacity)
