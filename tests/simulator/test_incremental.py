@@ -21,7 +21,7 @@ from themis.workload.generator import GeneratorSpec, generate
 
 from .test_invariants import scenarios
 
-INCREMENTAL = ["fifo", "max-min", "las", "srtf", "slaq", "gandiva"]
+INCREMENTAL = ["fifo", "max-min", "las", "srtf", "slaq", "gandiva", "tiresias"]
 
 
 def _fingerprint(result: SimulationResult) -> tuple:
