@@ -9,12 +9,15 @@ loss reduction at 10% of the work: loss(x) = (1 - x) / (1 + 8 x).
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from themis.model.cluster import Cluster
 from themis.model.profiles import load_profiles
 from themis.policies.slaq import (
     DEFAULT_CURVE,
     LOSS_CURVES,
+    Gains,
     LossCurve,
     curve_for,
     gain_per_gpu,
@@ -90,6 +93,30 @@ def test_gain_is_per_gpu_on_the_gangs_best_span() -> None:
     assert gain_per_gpu(job, 10.0, c, DEFAULT_CURVE, 10.0) == approx((0.5 - 0.8 / 2.6) / 2)
     # Near the end the step stops at convergence: 95 done -> x from 0.95 to 1.
     assert gain_per_gpu(job, 95.0, c, DEFAULT_CURVE, 10.0) == approx(0.05 / 8.6 / 2)
+
+
+@given(
+    st.sampled_from(["toy", "vgg16", "resnet50", "alexnet", "googlenet"]),
+    st.sampled_from([1, 2, 3, 4, 8]),
+    st.floats(0.0, 1e6),
+    st.floats(-10.0, 2e6),
+    st.sampled_from([1.0, 10.0, 600.0, 3.3]),
+    st.sampled_from(["1x2x2", "1x2x1", "2x4x8", "1x1x8"]),
+)
+def test_cached_gains_are_gain_per_gpu_bit_for_bit(
+    model: str, gang: int, work: float, done: float, quantum: float, spec: str
+) -> None:
+    """``Gains`` (what ``changes`` ranks by) is ``gain_per_gpu`` to the last bit, the first
+    time and from its cache."""
+    cluster = Cluster.from_spec(spec)
+    app = make_app("a", 0.0, [(min(gang, cluster.size), work)])
+    app.profile = VGG
+    app.spec = app.spec.__class__(**{**app.spec.__dict__, "model": model})
+    (job,) = app.jobs
+    gains = Gains(quantum)
+    expected = repr(gain_per_gpu(job, done, cluster, curve_for(model), quantum))  # nan too
+    assert repr(gains(job, done, cluster)) == expected
+    assert repr(gains(job, done, cluster)) == expected
 
 
 def test_curves_cover_every_bundled_model_and_are_well_formed() -> None:

@@ -24,7 +24,7 @@ from themis.workload.generator import GeneratorSpec, generate
 
 from .test_invariants import scenarios
 
-INCREMENTAL = ["fifo", "max-min", "themis"]
+INCREMENTAL = ["fifo", "max-min", "las", "srtf", "slaq", "gandiva", "tiresias", "themis"]
 
 
 def _fingerprint(result: SimulationResult) -> tuple:

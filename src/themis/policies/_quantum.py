@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 from themis.model.placement import Packer
 from themis.model.state import JobState
-from themis.policies.base import Assignment, Schedule, SchedulingView
+from themis.policies._books import Books
+from themis.policies._pool import FreePool
+from themis.policies.base import Assignment, Changes, Schedule, SchedulingView
 
 #: Moves continuing jobs to other GPUs: given the GPUs nobody holds after the continuing jobs
 #: kept theirs (a set it updates in place) and those jobs, returns the jobs it moved.
@@ -74,8 +76,9 @@ class Round:
 def open_round(view: SchedulingView, quantum: float) -> Round:
     keep: list[JobState] = []
     ending: list[JobState] = []
-    for job in view.running():
-        (ending if view.ending(job) else keep).append(job)
+    for app in view.apps:  # as ``view.running()``, from each app's running jobs only
+        for job in app.running_jobs():
+            (ending if view.ending(job) else keep).append(job)
     return Round(view, quantum_end(view.now, view.window, quantum), keep, ending, view.free_gpus())
 
 
@@ -124,3 +127,56 @@ def place(rnd: Round, chosen: Iterable[JobState], relocate: Relocate | None = No
             raise AssertionError(f"chose more gangs than GPUs: {job.job_id} does not fit")
         schedule[job] = Assignment(gpus, rnd.until)
     return schedule
+
+
+def place_changes(
+    view: SchedulingView,
+    books: Books,
+    chosen: list[JobState],
+    contenders: Iterable[JobState],
+    until: float | None,
+    relocate: Relocate | None = None,
+) -> Changes:
+    """``place``'s schedule as what changes (``Policy.changes``), for a round whose
+    running jobs not in ``contenders`` keep their GPUs and grant ends: the contenders not
+    chosen stop, the chosen ones that run continue (or move, if ``relocate`` moves them)
+    until ``until``, the chosen ones that wait start on GPUs carved as ``place`` carves
+    them. ``books`` learns what it granted. ``view.free`` must be the simulator's books."""
+    assert view.free is not None
+    cluster = view.cluster
+    kept = set(chosen)
+    stop = [j for j in contenders if j not in kept]
+    continuing = [j for j in chosen if j.gpus]
+    starting = [j for j in chosen if not j.gpus]
+    pool: Packer | FreePool | None = None
+    moved: dict[JobState, tuple[int, ...]] = {}
+    if relocate is not None and continuing:
+        available = set(view.free).union(*(j.gpus for j in stop))
+        moved = relocate(available, continuing)
+        pool = Packer(cluster, available)
+    start: Schedule = {}
+    for job in continuing:
+        gpus = moved.get(job, job.gpus)
+        if gpus != job.gpus or until != job.until:
+            start[job] = Assignment(gpus, until)
+            books.granted(job, until)
+    if not starting:
+        return Changes(stop, start)
+    if pool is None:
+        if isinstance(view.free, FreePool) and not cluster.typed:
+            pool = view.free  # the simulator gives back what is carved from it
+            for job in stop:
+                pool.draft_add(job.gpus)
+        else:
+            pool = Packer(cluster, set(view.free).union(*(j.gpus for j in stop)))
+    starting.sort(key=lambda j: -j.spec.gang)  # stable: the policy's order on ties
+    for job in starting:
+        taken = pool.take(job.spec.gang)
+        if taken is None:
+            if cluster.typed:
+                continue  # chosen by count, type-blind: no one type holds it this round
+            raise AssertionError(f"chose more gangs than GPUs: {job.job_id} does not fit")
+        start[job] = Assignment(taken, until)
+        books.started.append(job)
+        books.granted(job, until)
+    return Changes(stop, start)

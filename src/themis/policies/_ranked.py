@@ -19,6 +19,12 @@ GPUs), so each app keeps its waiting jobs ranked: when the app changes
 (``AppState.version``) jobs that started leave the ranking and jobs that stopped join it.
 The apps' rankings are merged lazily: a round costs its running jobs and the jobs it looks
 at, not every live job of every app.
+
+In the simulator a round is asked as ``changes``: the policy keeps one ranking of every
+waiting job (``_books``) from round to round, per gang size, and only the running jobs
+that compete (LAS: those whose quantum ended) are ranked in the round; the jobs it starts
+are carved from the simulator's own free pool. Same choices, same GPUs, same order as
+``schedule`` (``tests/simulator/test_incremental.py``).
 """
 
 from __future__ import annotations
@@ -28,12 +34,21 @@ from abc import abstractmethod
 from bisect import insort
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
-from themis.policies._quantum import fill
-from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._books import Books, Key
+from themis.policies._quantum import fill, place_changes
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 
 #: (rank, 0 if it runs else 1, app position in the view, submission index, job): tuples
 #: sort in the order jobs are served; (position, index) is unique, so jobs never compare.
@@ -62,11 +77,19 @@ class _AppRanking:
 class RankedPolicy(Policy):
     """A policy that is one ranking of jobs; subclasses say what the rank is."""
 
+    incremental = True
+
+    #: Whether a running job keeps its GPUs without competing while its grant has not
+    #: ended (LAS's quantum; a grant without an end is re-decided at once). Otherwise
+    #: every running job competes in every round.
+    protects_grants: ClassVar[bool] = False
+
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self._cluster: Cluster | None = None
         self._waiting: dict[AppState, _AppRanking] = {}
         self._index: dict[AppState, dict[JobState, int]] = {}
+        self._books = Books(self._waiting_key)
 
     @abstractmethod
     def rank(self, job: JobState, now: float, cluster: Cluster) -> float:
@@ -74,7 +97,34 @@ class RankedPolicy(Policy):
 
     def protected(self, job: JobState, view: SchedulingView) -> bool:
         """Whether a running job keeps its GPUs this round without competing for them."""
-        return False
+        return self.protects_grants and job.until is not None and not view.ending(job)
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """``schedule``'s round as what changes, from books kept across rounds: the
+        ranking of the waiting jobs is kept, only competing running jobs are ranked."""
+        books = self._books
+        if not books.sync(view):
+            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        now, cluster, order = view.now, view.cluster, view.order
+        assert order is not None and view.free is not None
+        if not self.protects_grants:
+            contenders = list(books.running())
+        elif books.any_ending(view):
+            contenders = [j for j in books.running() if not self.protected(j, view)]
+        else:
+            contenders = []
+        keys: list[Key] = [
+            (self.rank(j, now, cluster), 0, order[j.app], j.index, j) for j in contenders
+        ]
+        capacity = len(view.free) + sum(j.spec.gang for j in contenders)
+        chosen = books.waiting.fill(capacity, keys)
+        return place_changes(view, books, chosen, contenders, self.grant_until(view))
+
+    def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
+        """A waiting job's place in the ranking (``_Ranked``, with the app's admission
+        rank for its position: the same order)."""
+        assert view.order is not None
+        return (self.rank(job, view.now, view.cluster), 1, view.order[job.app], job.index, job)
 
     def grant_until(self, view: SchedulingView) -> float | None:
         """When a grant made in this round ends (the policy is called again then), or None."""

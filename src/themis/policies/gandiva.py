@@ -14,20 +14,33 @@ migration of badly placed gangs to better spots. Job-level: apps and fairness pl
   plus its own now offer, if that spot has a strictly better span. Spans only improve, so
   a job never moves back and forth.
 
+In the simulator a round is asked as ``changes``: the queue is kept across rounds as keys
+of the waiting jobs (``_books``, per gang size), so that a round walks only the jobs it
+can start; same queue, same choices as ``schedule`` (``tests/simulator/test_incremental.py``).
+
 Not modelled: packing several jobs on one GPU by memory, grow-shrink (our gangs are rigid)
 and interference profiling; see ``docs/policies/gandiva_optimus_slaq.md``.
 """
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from itertools import chain
 
 from themis.model.cluster import Cluster
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies._quantum import check_quantum, fill, open_round, place
-from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._books import Books, Key
+from themis.policies._quantum import (
+    check_quantum,
+    fill,
+    open_round,
+    place,
+    place_changes,
+    quantum_end,
+)
+from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
@@ -44,6 +57,81 @@ class GandivaPolicy(Policy):
         self._queue: dict[JobState, None] = {}
         self._apps: set[AppState] = set()
         self._last = float("-inf")
+        # ``changes``'s books: each queued job's place in the queue (a sequence number),
+        # the waiting jobs not queued yet, and the apps seen (see ``_enqueue_missing``).
+        self._books = Books(self._waiting_key, self._start_afresh)
+        self._seq_of: dict[JobState, int] = {}
+        self._next = 0
+        self._missing: set[JobState] = set()
+        self._seen: set[AppState] = set()
+
+    incremental = True
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """``schedule``'s round from books kept across rounds."""
+        books = self._books
+        if not books.sync(view):
+            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        if self._missing:
+            self._enqueue_missing(view)
+        assert view.free is not None
+        ending = books.ending(view)
+        base = self._next  # jobs whose turn ends now come after every waiting job
+        keys: list[Key] = [(base + k, job) for k, job in enumerate(ending)]
+        capacity = len(view.free) + sum(j.spec.gang for j in ending)
+        chosen = books.waiting.fill(capacity, keys)
+        until = quantum_end(view.now, view.window, self.options.lease)
+        relocate = partial(migrate, view.cluster) if ending else None
+        changes = place_changes(view, books, chosen, ending, until, relocate)
+        for job in chosen:
+            if self._seq_of.pop(job, None) is not None and job not in changes.start:
+                books.waiting.discard(job)  # chosen, not placed (typed): out of the queue
+                self._missing.add(job)
+        stopped = set(changes.stop)
+        for job in ending:
+            if job in stopped:  # its turn ended: to the back of the queue
+                self._seq_of[job] = self._next
+                self._next += 1
+        return changes
+
+    def _start_afresh(self) -> None:
+        self._seq_of, self._missing, self._seen = {}, set(), set()
+
+    def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
+        """A waiting job's place in the queue; one without a place yet is put last for
+        now and queued by ``_enqueue_missing`` before the round."""
+        seq = self._seq_of.get(job)
+        if seq is None:
+            self._missing.add(job)
+            assert view.order is not None
+            return (math.inf, view.order[job.app], job.index, job)
+        return (seq, job)
+
+    def _enqueue_missing(self, view: SchedulingView) -> None:
+        """Queue the waiting jobs without a place as ``_sync`` does: first the jobs of
+        apps seen for the first time (in admission order, then submission order), then
+        the others (in admission order, then each app's idle order)."""
+        order = view.order
+        assert order is not None
+        waiting = self._books.waiting
+        missing = [
+            j
+            for j in self._missing
+            if not j.gpus and j.finished_at is None and j.app.finish is None
+        ]
+        self._missing = set()
+        new = sorted(
+            (j for j in missing if j.app not in self._seen), key=lambda j: (order[j.app], j.index)
+        )
+        rest = {j for j in missing if j.app in self._seen}
+        queued = list(new)
+        for app in sorted({j.app for j in rest}, key=order.__getitem__):
+            queued.extend(j for j in app.idle_jobs() if j in rest)
+        for job in queued:
+            self._seq_of[job] = self._next
+            self._next += 1
+            waiting.add(job, (self._seq_of[job], job))
+        self._seen.update(j.app for j in new)
 
     def schedule(self, view: SchedulingView) -> Schedule:
         self._sync(view)

@@ -24,13 +24,10 @@ from themis.policies.registry import register
 class LasPolicy(RankedPolicy):
     name = "las"
     description = "least attained GPU-time first, per job, preemptive every quantum (--lease)"
+    protects_grants = True
 
     def rank(self, job: JobState, now: float, cluster: Cluster) -> float:
         return attained_at(job, now)
-
-    def protected(self, job: JobState, view: SchedulingView) -> bool:
-        # A grant without an end (not made by this policy) is re-decided at once.
-        return job.until is not None and not view.ending(job)
 
     def grant_until(self, view: SchedulingView) -> float | None:
         return quantum_end(view.now, view.window, self.options.lease)

@@ -29,8 +29,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
+from functools import lru_cache
 
-from themis.fairness.ftf import GangWork, estimate_time
+from themis.fairness.ftf import GangWork, RemainingWork
 from themis.model.cluster import Cluster, SetShape
 from themis.model.state import AppState, JobState
 from themis.policies._quantum import check_quantum, open_round, place
@@ -38,8 +39,10 @@ from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
+@lru_cache(maxsize=4096)
 def best_shape(cluster: Cluster, count: int) -> SetShape:
-    """The shape of ``count`` GPUs packed as tightly as this cluster allows."""
+    """The shape of ``count`` GPUs packed as tightly as this cluster allows (shapes are
+    immutable: one per cluster and count is shared)."""
     return SetShape(
         count, min(count, cluster.shape.machine_max), min(count, cluster.shape.rack_max)
     )
@@ -57,11 +60,18 @@ class AppPlan:
         self.jobs = jobs
         self.next = 0
         self.remaining: dict[int, GangWork] = app.remaining_by_gang(now)
+        # ``estimate_time`` of the remaining work, its shape-free part computed once, and
+        # its answers per GPU count: a round asks the same counts again.
+        self._work = RemainingWork(app.profile, self.remaining)
+        self._times: dict[int, float] = {}
 
     def time(self, cluster: Cluster, gpus: int) -> float:
         """The app's remaining time holding ``gpus`` best-packed GPUs (inf: it cannot
-        finish on them)."""
-        return estimate_time(self.app.profile, self.remaining, best_shape(cluster, gpus))
+        finish on them): ``estimate_time`` on ``best_shape``."""
+        time = self._times.get(gpus)
+        if time is None:
+            time = self._times[gpus] = self._work.time_on(best_shape(cluster, gpus))
+        return time
 
     def candidate(self, capacity: int) -> JobState | None:
         """The app's next job whose gang fits ``capacity`` GPUs. Capacity only shrinks in a
@@ -104,9 +114,11 @@ class OptimusPolicy(Policy):
             ending.setdefault(id(job.app), []).append(job)
         heap: list[tuple[tuple[int, float, int], AppPlan, JobState]] = []
         for order, app in enumerate(view.apps):
-            running = sorted(ending.get(id(app), []), key=lambda j: -j.remaining_at(view.now))
-            jobs = running + app.idle_jobs()
-            if not jobs:
+            mine = ending.get(id(app))
+            jobs = app.idle_jobs()
+            if mine:
+                jobs = sorted(mine, key=lambda j: -j.remaining_at(view.now)) + jobs
+            elif not jobs:
                 continue
             plan = AppPlan(app, order, held[id(app)], jobs, view.now)
             first = plan.candidate(capacity)

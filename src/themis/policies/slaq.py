@@ -17,17 +17,30 @@ jobs near convergence. Job-level, as SLAQ is: apps play no part.
 
 Allocation is re-planned at every quantum boundary (SLAQ's scheduling epoch); between
 boundaries, arrivals and job ends only hand out the free GPUs.
+
+In the simulator a round is asked as ``changes``: the waiting jobs' entries are kept in one
+ranking across rounds (``_books``), and only the jobs whose grants end are ranked in the
+round; same choices as ``schedule`` (``tests/simulator/test_incremental.py``).
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
-from themis.policies._quantum import check_quantum, fill, open_round, place
-from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._books import Books, Key
+from themis.policies._quantum import (
+    check_quantum,
+    fill,
+    open_round,
+    place,
+    place_changes,
+    quantum_end,
+)
+from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
 
@@ -98,6 +111,40 @@ def gain_per_gpu(
     return (curve.loss(x) - curve.loss(x + dx)) / job.gang
 
 
+class Gains:
+    """``gain_per_gpu`` with what is fixed per job (its curve's constants, its step of
+    one quantum on its gang's best span) computed once per job: the same floating-point
+    operations in the same order, so the same gains. Valid for one cluster."""
+
+    def __init__(self, quantum: float) -> None:
+        self.quantum = quantum
+        self._fixed: dict[JobState, tuple[float, float, float, float, float, float, int]] = {}
+
+    def __call__(self, job: JobState, done: float, cluster: Cluster) -> float:
+        fixed = self._fixed.get(job)
+        if fixed is None:
+            work = job.spec.work
+            if work <= 0:
+                return 0.0
+            curve = curve_for(job.app.spec.model)
+            end = curve._raw(1.0)
+            speed = job.app.profile.speed(job.gang, cluster.best_span(job.gang))
+            step = speed * self.quantum / work
+            fixed = (work, curve.a, curve.b, end, 1.0 - end, step, job.gang)
+            self._fixed[job] = fixed
+        work, a, b, end, span, step, gang = fixed
+        x = done / work
+        dx = min(1.0 - x, step)
+        lo = min(max(x, 0.0), 1.0)
+        hi = min(max(x + dx, 0.0), 1.0)
+        before = (1.0 / (a * lo * lo + b * lo + 1.0) - end) / span
+        after = (1.0 / (a * hi * hi + b * hi + 1.0) - end) / span
+        return (before - after) / gang
+
+    def forget(self) -> None:
+        self._fixed.clear()
+
+
 Entry = tuple[float, int, int, JobState]  # (-gain, app number, job index, job): sorts best first
 
 
@@ -122,12 +169,43 @@ class _AppEntries:
 class SlaqPolicy(Policy):
     name = "slaq"
     description = "largest predicted loss reduction per GPU (SLAQ, SoCC 2017)"
+    incremental = True
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self.quantum = check_quantum(options.lease)
         self._apps: dict[AppState, _AppEntries] = {}
         self._numbered = 0
+        self._books = Books(self._waiting_key)
+        self._gains = Gains(self.quantum)
+        self._cluster: Cluster | None = None
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """``schedule``'s round from books kept across rounds: entries are as
+        ``schedule``'s, with the app's admission rank for its number (the same order)."""
+        books = self._books
+        if view.cluster is not self._cluster:  # gains depend on the cluster (best span)
+            self._cluster = view.cluster
+            self._gains.forget()
+        if not books.sync(view):
+            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        now, cluster, order = view.now, view.cluster, view.order
+        assert order is not None and view.free is not None
+        ending = books.ending(view)
+        keys = [self._key(j, j.spec.work - j.remaining_at(now), cluster, order) for j in ending]
+        capacity = len(view.free) + sum(j.spec.gang for j in ending)
+        chosen = books.waiting.fill(capacity, keys)
+        until = quantum_end(now, view.window, self.quantum)
+        return place_changes(view, books, chosen, ending, until)
+
+    def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
+        assert view.order is not None
+        return self._key(job, job.done, view.cluster, view.order)
+
+    def _key(
+        self, job: JobState, done: float, cluster: Cluster, order: Mapping[AppState, int]
+    ) -> Key:
+        return (-self._gains(job, done, cluster), order[job.app], job.index, job)
 
     def schedule(self, view: SchedulingView) -> Schedule:
         rnd = open_round(view, self.quantum)

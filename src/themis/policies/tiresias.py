@@ -38,8 +38,15 @@ from themis.errors import ThemisError
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies._quantum import quantum_end
-from themis.policies._ranked import attained_at, submission_index
-from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._ranked import attained_at
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 from themis.policies.registry import register
 
 #: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at one GPU-hour
@@ -53,9 +60,10 @@ PROMOTE_KNOB = 8.0
 #: Times this close (seconds) are one instant, whatever the batching window.
 _EPS = 1e-6
 
-#: (time it entered its queue, submission index, job): one app's waiting jobs of one queue
-#: sort in service order.
-_Entry = tuple[float, int, JobState]
+#: (time it entered its queue, its app's number, submission index, job): waiting jobs of
+#: one queue sort in service order (apps are numbered in arrival order), so the apps' queues
+#: merge as they are.
+_Entry = tuple[float, int, int, JobState]
 
 
 @dataclass
@@ -106,7 +114,9 @@ class TiresiasPolicy(Policy):
         # window stays demoted while it waits just short of the threshold.
         self._entered: dict[JobState, tuple[int, float]] = {}
         self._waiting: dict[AppState, _AppQueues] = {}
-        self._index: dict[AppState, dict[JobState, int]] = {}
+        # Apps numbered when first seen, in the order of the views' apps: arrival order.
+        self._number: dict[AppState, int] = {}
+        self._numbered = 0
 
     # -- a job's standing -------------------------------------------------------------------
 
@@ -138,13 +148,35 @@ class TiresiasPolicy(Policy):
 
     # -- the round --------------------------------------------------------------------------
 
+    incremental = True
+
     def schedule(self, view: SchedulingView) -> Schedule:
+        return self._round(view)[0]
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """The round as what changes: the jobs it preempts stop (a round knows them:
+        no walk of every job), every other entry of the schedule that is not a running
+        job left as it is starts, continues with a new grant end, or moves."""
+        schedule, stopped = self._round(view)
+        start = {
+            j: a
+            for j, a in schedule.items()
+            if not (j.gpus and a.gpus == j.gpus and a.until == j.until)
+        }
+        return Changes(stopped, start)
+
+    def _round(self, view: SchedulingView) -> tuple[Schedule, list[JobState]]:
+        """The full schedule, and the running jobs it stops."""
         now, apps = view.now, view.apps
         if len(self._waiting) > len(apps):
             self._forget(apps)
         horizon = now + view.window + _EPS
         waiting = []
+        number = self._number
         for app in apps:  # the common case inline: nothing changed, no promotion due
+            if app not in number:
+                number[app] = self._numbered
+                self._numbered += 1
             cached = self._waiting.get(app)
             if cached is None or cached.version != app.version or cached.next_promotion <= horizon:
                 cached = self._app_queues(app, now, view.window)
@@ -153,7 +185,9 @@ class TiresiasPolicy(Policy):
         # Jobs waiting per queue once this round is done (starts and victims applied below).
         still_waiting = [sum(len(a.queues[q]) for a in waiting) for q in range(n_queues)]
 
-        pos = {app: k for k, app in enumerate(apps)}  # apps are in arrival order
+        # apps are in arrival order: their admission ranks (the simulator's books) or
+        # their positions order them alike
+        pos = view.order if view.order is not None else {app: k for k, app in enumerate(apps)}
         running = [j for app in apps for j in app.running_jobs()]
         stand = {j: self._observe(j, now, view.window) for j in running}
         held = [0] * n_queues  # GPUs held per queue by jobs running since before this round
@@ -178,7 +212,7 @@ class TiresiasPolicy(Policy):
                     # Lowest queue first, then the most service, then the latest arrival.
                     victims = sorted(
                         running,
-                        key=lambda j: (-stand[j][1], -stand[j][0], -pos[j.app], -self._nth(j)),
+                        key=lambda j: (-stand[j][1], -stand[j][0], -pos[j.app], -j.index),
                     )
                 for victim in self._preempt(job, q, len(free), victims, stand, gpus):
                     for g in gpus.pop(victim):
@@ -198,7 +232,7 @@ class TiresiasPolicy(Policy):
         # own GPUs when these are free: then they were not really preempted).
         left = sorted(
             passed + preempted,
-            key=lambda j: (stand[j][1], self.entered(j), pos[j.app], self._nth(j)),
+            key=lambda j: (stand[j][1], self.entered(j), pos[j.app], j.index),
         )
         for job in left:
             if job.gang <= len(free) and job not in gpus:
@@ -212,7 +246,7 @@ class TiresiasPolicy(Policy):
             self._marks.setdefault(job, (now, 0.0))  # first start
         stopped = [j for j in preempted if j not in gpus]
         until = self._next_call(view, gpus, stand, still_waiting, waiting, stopped)
-        return {job: Assignment(g, until) for job, g in gpus.items()}
+        return {job: Assignment(g, until) for job, g in gpus.items()}, stopped
 
     def _observe(self, job: JobState, now: float, window: float) -> tuple[float, int]:
         """A running job's standing (``standing`` inlined: every running job, every round);
@@ -316,7 +350,7 @@ class TiresiasPolicy(Policy):
             self._update(app, cached)
         if cached.next_promotion <= now + window + _EPS:
             for queue in cached.queues[1:]:
-                for _, _, job in queue:
+                for *_, job in queue:
                     due = self.promotion_at(job, *self.standing(job, now))
                     if due <= now + window + _EPS:  # dated when due if that has passed
                         at = min(due, now)
@@ -327,11 +361,11 @@ class TiresiasPolicy(Policy):
 
     def _build(self, app: AppState) -> _AppQueues:
         """Sort the app's waiting jobs into queues."""
-        index = submission_index(self._index, app)
+        number = self._number[app]
         queues: list[list[_Entry]] = [[] for _ in range(len(self.thresholds) + 1)]
         next_promotion = math.inf
         for job in app.idle_jobs():
-            q, entry, promotion = self._waiting_entry(job, index[job])
+            q, entry, promotion = self._waiting_entry(job, number)
             queues[q].append(entry)
             next_promotion = min(next_promotion, promotion)
         for queue in queues:
@@ -346,24 +380,24 @@ class TiresiasPolicy(Policy):
         """Bring ``cached`` to the app's version: jobs that started (and maybe finished)
         since leave their queues, jobs that stopped without finishing join them."""
         cached.queues = [
-            [e for e in queue if not e[2].gpus and e[2].finished_at is None]
+            [e for e in queue if not e[3].gpus and e[3].finished_at is None]
             for queue in cached.queues
         ]
-        index = submission_index(self._index, app)
+        number = self._number[app]
         for job in cached.running:
             if not job.gpus and job.finished_at is None:
-                q, entry, promotion = self._waiting_entry(job, index[job])
+                q, entry, promotion = self._waiting_entry(job, number)
                 insort(cached.queues[q], entry)
                 cached.next_promotion = min(cached.next_promotion, promotion)
         cached.version, cached.running = app.version, frozenset(app.running_jobs())
 
-    def _waiting_entry(self, job: JobState, k: int) -> tuple[int, _Entry, float]:
+    def _waiting_entry(self, job: JobState, number: int) -> tuple[int, _Entry, float]:
         """A waiting job's queue, its entry there and when it is promoted (inf: never).
         ``standing``, ``entered`` and ``promotion_at`` inlined: this runs for every waiting
         job of every app that changed."""
         mark = self._marks.get(job)
         if mark is None:  # never started: top queue since its app arrived
-            return 0, (job.app.arrival, k, job), math.inf
+            return 0, (job.app.arrival, number, job.index, job), math.inf
         gang = job.spec.gang
         service = job.attained - mark[1]
         q = bisect_right(self.thresholds, service + gang * _EPS)
@@ -373,38 +407,24 @@ class TiresiasPolicy(Policy):
         else:  # still in the top queue it entered when its app arrived
             at = job.app.arrival
         if q == 0 or math.isinf(self.promote_knob):
-            return q, (at, k, job), math.inf
-        return q, (at, k, job), mark[0] + service / gang * (1.0 + self.promote_knob)
-
-    def _nth(self, job: JobState) -> int:
-        """The job's submission index in its app."""
-        return submission_index(self._index, job.app)[job]
+            return q, (at, number, job.index, job), math.inf
+        return q, (at, number, job.index, job), mark[0] + service / gang * (1.0 + self.promote_knob)
 
     def _forget(self, apps: Sequence[AppState]) -> None:
         """Drop what is kept for apps that have finished."""
         active = set(apps)
         self._waiting = {a: v for a, v in self._waiting.items() if a in active}
-        self._index = {a: v for a, v in self._index.items() if a in active}
+        self._number = {a: v for a, v in self._number.items() if a in active}
         self._marks = {j: m for j, m in self._marks.items() if j.app in active}
         self._entered = {j: e for j, e in self._entered.items() if j.app in active}
 
 
 def _in_order(waiting: list[_AppQueues]) -> Iterator[tuple[int, JobState]]:
     """Waiting jobs in service order: by queue, then the time they entered it, then the
-    app's arrival (its position among the active apps), then submission."""
+    app's arrival (its number), then submission."""
     for q in range(len(waiting[0].queues) if waiting else 0):
-        streams = [
-            _with_position(app_queues.queues[q], pos)
-            for pos, app_queues in enumerate(waiting)
-            if app_queues.queues[q]
-        ]
-        for *_, job in heapq.merge(*streams):
+        for *_, job in heapq.merge(*(a.queues[q] for a in waiting if a.queues[q])):
             yield q, job
-
-
-def _with_position(entries: list[_Entry], pos: int) -> Iterator[tuple[float, int, int, JobState]]:
-    for at, k, job in entries:
-        yield at, pos, k, job
 
 
 def _take(

@@ -1,0 +1,220 @@
+"""What runs and what waits, kept by a policy from round to round, so that a round costs
+what changed since the last one instead of every live job of every active app.
+
+The simulator hands each view its own books (``SchedulingView.changed``, ``order``,
+``free``): which apps changed since the last round. Between rounds a job changes only
+by what the policy decided (the jobs it started or stopped), by finishing, or by what
+``AppState.touch`` marks (a search pausing or resuming trials). ``Books.sync`` brings the
+policy's books up to date from exactly that: the jobs it started last round, and the apps
+that changed (a touched or new app is read afresh, a finished one dropped, another one's
+running jobs checked for those that stopped).
+
+Waiting jobs sit in a ``WaitingIndex`` under a key the policy gives when a job begins
+waiting (its place in the policy's service order): valid for as long as the job waits,
+since a waiting job neither progresses nor holds GPUs. ``fill`` hands out GPUs in that
+order without walking jobs whose gangs cannot fit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from themis.model.cluster import Cluster
+from themis.model.state import AppState, JobState
+from themis.policies.base import SchedulingView
+
+#: A job's place in a policy's service order: a tuple that sorts in that order, unique per
+#: job (no two keys compare equal up to the job), its last item the job.
+Key = tuple[Any, ...]
+
+
+def fill_streams(streams: Iterable[Sequence[Key]], capacity: int) -> list[JobState]:
+    """``_quantum.fill`` of the merge of ``streams`` (each sorted, all of one gang size):
+    the jobs in key order while GPUs last, a gang that does not fit passed over for the
+    ones behind it. Capacity only shrinks, so once a stream's gang does not fit none of
+    its jobs will: the stream is dropped instead of walked."""
+    chosen: list[JobState] = []
+    if capacity <= 0:
+        return chosen
+    streams = list(streams)
+    heap = [(s[0], n, 0) for n, s in enumerate(streams) if s and s[0][-1].spec.gang <= capacity]
+    heapq.heapify(heap)
+    while heap:
+        key, n, k = heap[0]
+        job = key[-1]
+        gang = job.spec.gang
+        if gang > capacity:
+            heapq.heappop(heap)  # this gang no longer fits: nor will the rest of its stream
+            continue
+        chosen.append(job)
+        capacity -= gang
+        if capacity == 0:
+            break
+        stream = streams[n]
+        if k + 1 < len(stream):
+            heapq.heapreplace(heap, (stream[k + 1], n, k + 1))
+        else:
+            heapq.heappop(heap)
+    return chosen
+
+
+def by_gang(keys: Iterable[Key]) -> list[list[Key]]:
+    """Sorted keys, one list per gang size (streams for ``fill_streams``)."""
+    streams: dict[int, list[Key]] = {}
+    for key in sorted(keys):
+        streams.setdefault(key[-1].spec.gang, []).append(key)
+    return list(streams.values())
+
+
+class WaitingIndex:
+    """Waiting jobs under their keys: one sorted list per gang size."""
+
+    def __init__(self) -> None:
+        self.streams: dict[int, list[Key]] = {}
+        self.key_of: dict[JobState, Key] = {}
+
+    def __contains__(self, job: object) -> bool:
+        return job in self.key_of
+
+    def __len__(self) -> int:
+        return len(self.key_of)
+
+    def add(self, job: JobState, key: Key) -> None:
+        self.discard(job)
+        self.key_of[job] = key
+        stream = self.streams.get(job.spec.gang)
+        if stream is None:
+            stream = self.streams[job.spec.gang] = []
+        insort(stream, key)
+
+    def discard(self, job: JobState) -> None:
+        key = self.key_of.pop(job, None)
+        if key is not None:
+            stream = self.streams[job.spec.gang]
+            del stream[bisect_left(stream, key)]
+
+    def fill(self, capacity: int, contenders: Iterable[Key] = ()) -> list[JobState]:
+        """``fill_streams`` over the waiting jobs and ``contenders`` (keys of jobs not
+        in the index, e.g. running jobs that compete again)."""
+        streams = [s for s in self.streams.values() if s]
+        streams.extend(by_gang(contenders))
+        return fill_streams(streams, capacity)
+
+    def in_order(self) -> Iterator[JobState]:
+        """Every waiting job, in key order."""
+        for key in heapq.merge(*self.streams.values()):
+            yield key[-1]
+
+
+class Books:
+    """A policy's books of the active apps' jobs (see the module docstring).
+
+    ``key(job, view)`` is the job's key when it begins waiting. ``running_of`` holds each
+    app's running jobs; ``started`` the jobs the policy handed GPUs this round (the next
+    ``sync`` moves them from waiting to running). Grant ends are tracked for ``ending``.
+    """
+
+    def __init__(
+        self,
+        key: Callable[[JobState, SchedulingView], Key],
+        on_reset: Callable[[], None] | None = None,
+    ) -> None:
+        self.key = key
+        self.on_reset = on_reset  # called when the books start afresh (a new run)
+        self.waiting = WaitingIndex()
+        self.running_of: dict[AppState, dict[JobState, None]] = {}
+        self.started: list[JobState] = []
+        self._touches: dict[AppState, int] = {}
+        self._order: object = None
+        self._cluster: Cluster | None = None
+        # (grant end, sequence, job) of running jobs, -inf for a grant without an end;
+        # entries are dropped lazily once the job stopped or got another end.
+        self._ends: list[tuple[float, int, JobState]] = []
+        self._seq = 0
+
+    def sync(self, view: SchedulingView) -> bool:
+        """Bring the books up to date; False when the view carries no books of its own
+        (the policy then computes the full schedule)."""
+        if view.changed is None or view.order is None or view.free is None:
+            return False
+        apps: Iterable[AppState] = view.changed
+        if view.order is not self._order or view.cluster is not self._cluster:
+            self._order, self._cluster = view.order, view.cluster  # another run: afresh
+            self.waiting = WaitingIndex()
+            self.running_of, self._touches, self._ends, self.started = {}, {}, [], []
+            if self.on_reset is not None:
+                self.on_reset()
+            apps = view.apps
+        waiting = self.waiting
+        for job in self.started:
+            waiting.discard(job)
+            if job.gpus:
+                self.running_of[job.app][job] = None
+            elif job.finished_at is None and job.app.finish is None:
+                waiting.add(job, self.key(job, view))  # not started after all
+        self.started = []
+        for app in apps:
+            if app.finish is not None:
+                self._drop(app)
+            elif self._touches.get(app) != app.touches:
+                self._read(app, view)
+            else:
+                running = self.running_of[app]
+                for job in [j for j in running if not j.gpus]:
+                    del running[job]
+                    if job.finished_at is None:
+                        waiting.add(job, self.key(job, view))
+        return True
+
+    def _drop(self, app: AppState) -> None:
+        if self._touches.pop(app, None) is None:
+            return
+        for job in app.jobs:
+            self.waiting.discard(job)
+        del self.running_of[app]
+
+    def _read(self, app: AppState, view: SchedulingView) -> None:
+        """Read the app afresh (new, or touched)."""
+        self._touches[app] = app.touches
+        running = self.running_of[app] = {}
+        for job in app.jobs:
+            self.waiting.discard(job)
+            if job.gpus:
+                running[job] = None
+                self.granted(job, job.until)
+            elif job.finished_at is None:
+                self.waiting.add(job, self.key(job, view))
+
+    def running(self) -> Iterator[JobState]:
+        for jobs in self.running_of.values():
+            yield from jobs
+
+    def granted(self, job: JobState, until: float | None) -> None:
+        """``job`` runs (or will, once this round is applied) until ``until``."""
+        self._seq += 1
+        heapq.heappush(self._ends, (-math.inf if until is None else until, self._seq, job))
+
+    def any_ending(self, view: SchedulingView) -> bool:
+        """Whether some running job's grant ends in this round, or has no end."""
+        ends = self._ends
+        while ends:
+            until, _, job = ends[0]
+            if job.gpus and (-math.inf if job.until is None else job.until) == until:
+                return until == -math.inf or until <= view.now + view.window
+            heapq.heappop(ends)
+        return False
+
+    def ending(self, view: SchedulingView) -> list[JobState]:
+        """Running jobs whose grants end in this round (``view.ending``), in the order of
+        ``view.running()``: the apps' admission order, then submission order."""
+        if not self.any_ending(view):
+            return []
+        order = view.order
+        assert order is not None
+        ending = [j for j in self.running() if view.ending(j)]
+        ending.sort(key=lambda j: (order[j.app], j.index))
+        return ending
