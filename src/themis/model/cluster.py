@@ -208,6 +208,8 @@ class Cluster:
 
     def span(self, gpus: Iterable[int]) -> Span:
         gpus = tuple(gpus)
+        if len(gpus) == 1:
+            return Span.MACHINE  # most gangs: no sets to build
         if not gpus:
             raise ValueError("the span of an empty GPU set is undefined")
         if len({self.machine_of[g] for g in gpus}) == 1:

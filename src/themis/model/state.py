@@ -184,7 +184,11 @@ class AppState:
         """``job`` started, stopped or finished: only its place in the caches changes."""
         self.version += 1
         if not self._stale:
-            self._changed.append(job)
+            if len(self._changed) < len(self.jobs):
+                self._changed.append(job)
+            else:  # nobody read the caches for a while: rebuild them when someone does
+                self._changed.clear()
+                self._stale = True
         if self.changes is not None:
             self.changes.add(self)
 
