@@ -33,9 +33,9 @@ workers (``assign(..., gpu_type)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from themis.model.cluster import Cluster
 from themis.model.state import JobState
@@ -50,6 +50,8 @@ Solver = Callable[[list[JobState]], Mapping[JobState, float]]
 ROUND_SECONDS = 360.0
 #: ``Scheduler(minimum_time_between_allocation_resets=1920)``: seconds.
 RESET_SECONDS = 1920.0
+#: ``GavelBooks.ranked`` converts this many jobs at a time.
+_CHUNK = 128
 
 
 class GavelBooks:
@@ -73,6 +75,7 @@ class GavelBooks:
         self.last_reset: float | None = None
         self.need_update = False
         self._slot: dict[JobState, int] = {}
+        self._by_slot: list[JobState | None] = []  # None: a hole
         self._used = 0  # slots handed out (live or holes)
         self._holes = 0
         # Created at the first job: numpy is imported when a round runs, not at import.
@@ -109,6 +112,7 @@ class GavelBooks:
             if self._used == time.size:
                 time, deficit, share, alive = self._grow()
             k = self._slot[job] = self._used
+            self._by_slot.append(job)
             self._used += 1
         time[k] = self.round_length / 2.0
         deficit[k] = 0.0
@@ -118,6 +122,7 @@ class GavelBooks:
 
     def remove(self, job: JobState) -> None:
         k = self._slot.pop(job)
+        self._by_slot[k] = None
         self._arrays()[3][k] = False
         self._holes += 1
         if self._holes > max(64, len(self._slot)):
@@ -161,19 +166,30 @@ class GavelBooks:
 
     def order(self) -> list[JobState]:
         """Live jobs by (priority, deficit, allocation), highest first; ties keep the
-        submission order (Python's reverse sort is stable, as in Gavel).
+        submission order (Python's reverse sort is stable, as in Gavel)."""
+        return list(self.ranked())
+
+    def ranked(self) -> Iterator[JobState]:
+        """``order``, handed out a chunk at a time: a round's pick stops once the cluster
+        is full, usually long before the last of thousands of jobs.
 
         The keys are arrays: the same IEEE divisions as ``_priority`` give the same
         floats, and a stable ascending sort of the negated keys is the stable descending
-        sort of the keys."""
+        sort of the keys. They are read now, not when the iterator is."""
         import numpy as np
 
         time, deficit, share, _ = self._arrays()
         live = self._live()
         shares = share[live]
         priority = _priorities(shares, time[live], self.worker_time)
-        ranked = np.lexsort((-shares, -deficit[live], -priority))  # last key first
-        return list(map(self.jobs.__getitem__, ranked.tolist()))
+        slots = live[np.lexsort((-shares, -deficit[live], -priority))]  # last key first
+        jobs = cast(list[JobState], self._by_slot)  # live slots hold jobs, not holes
+
+        def chunks() -> Iterator[JobState]:
+            for start in range(0, slots.size, _CHUNK):
+                yield from map(jobs.__getitem__, slots[start : start + _CHUNK].tolist())
+
+        return chunks()
 
     def _live(self) -> np.ndarray:
         """The live jobs' slots, in submission order."""
@@ -207,6 +223,7 @@ class GavelBooks:
         live = self._live()
         self._time, self._deficit, self._share, self._alive = (a[live] for a in self._arrays())
         self._slot = {job: k for k, job in enumerate(self._slot)}
+        self._by_slot = list(self._slot)
         self._used = len(self._slot)
         self._holes = 0
 

@@ -118,7 +118,7 @@ def solve_gangs(gangs: Sequence[int], capacity: float) -> GavelAllocation:
         raise ValueError("the cluster needs at least one GPU")
     if not gangs:
         return GavelAllocation((), (), None)
-    iso = tuple(float(x) for x in isolated_fractions(gangs, capacity))
+    iso = tuple(isolated_fractions(gangs, capacity).tolist())  # Python floats
     return GavelAllocation(iso, iso, None if sum(gangs) <= capacity else 1.0)
 
 

@@ -187,13 +187,13 @@ class GavelPolicy(Policy):
         solver = _solver(view, now)
         if books.reset_due(now):
             books.reset(now, solver)
-        placed = assign(view.cluster, pick(books.order(), view.cluster.size), books.allocation)
+        placed = assign(view.cluster, pick(books.ranked(), view.cluster.size), books.allocation)
         if not placed and len(books):
             # Nothing allocated can run (every live job arrived since the last solve) and
             # the cluster is idle: Gavel's simulator forces a reset here when no arrival is
             # queued; we always do, so that an idle cluster never waits for an arrival.
             books.reset(now, solver)
-            placed = assign(view.cluster, pick(books.order(), view.cluster.size), books.allocation)
+            placed = assign(view.cluster, pick(books.ranked(), view.cluster.size), books.allocation)
         return placed
 
     def _typed_round(self, view: SchedulingView, books: TypedBooks) -> dict[JobState, Gpus]:
