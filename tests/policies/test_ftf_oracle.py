@@ -8,19 +8,21 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.simulator.test_invariants import scenarios
 from themis.fairness.ftf import GangWork, estimate_time, rho, t_cluster
 from themis.model.cluster import Cluster
-from themis.model.profiles import ModelProfile
+from themis.model.profiles import ModelProfile, load_profiles
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions, SchedulingView, make_policy
 from themis.policies._deficit_rounds import Claim, DeficitLedger, pick_jobs
 from themis.policies._ftf_program import AppLoad, app_load, solve, spread_unclaimed
 from themis.policies.ftf_oracle import FtfOraclePolicy
-from themis.simulator.engine import simulate
+from themis.simulator.engine import Conditions, simulate
+from themis.workload.generator import GeneratorSpec, generate
 
 TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
 
@@ -383,3 +385,59 @@ def test_n_avg_below_one_counts_as_one() -> None:
 def test_rejects_a_non_positive_round() -> None:
     with pytest.raises(ValueError):
         FtfOraclePolicy(PolicyOptions(lease=0.0))
+
+
+# -- the incremental round -------------------------------------------------------------------
+
+
+def _both_ways(workload: Workload, cluster: Cluster, options: PolicyOptions, **kw) -> list:  # type: ignore[no-untyped-def]
+    """The run asked for changes (the simulator's default here) and for the full schedule:
+    (rounds, intervals, finishes) of each."""
+    fast = FtfOraclePolicy(options)
+    assert fast.incremental
+    full = FtfOraclePolicy(options)
+    full.incremental = False  # type: ignore[misc]
+    return [
+        (
+            r.rounds,
+            [(i.start, i.end, i.job_id, i.gpus, i.best_span) for i in r.intervals],
+            [(a.app_id, a.finish) for a in r.apps],
+        )
+        for r in (simulate(workload, cluster, p, **kw) for p in (fast, full))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "cluster", "conditions", "window"),
+    [
+        (GeneratorSpec(jobs=300, seed=1, gpus=32, load=1.5), "1x4x8", Conditions(), 0.0),
+        (GeneratorSpec(jobs=300, seed=2, gpus=64, load=1.5), "2x4x8", Conditions(0.3, 30.0), 30.0),
+        (GeneratorSpec(jobs=200, seed=3, gpus=64), "1x4x8:v100+1x4x8:k80", Conditions(), 0.0),
+        (  # online successive halving: trials pause at rungs and resume
+            GeneratorSpec(jobs=24, seed=2, load=1.5, gpus=8, max_trials=8, online_halving=1),
+            "1x2x4",
+            Conditions(0.2, 30.0),
+            5.0,
+        ),
+    ],
+)
+def test_changes_make_the_run_the_full_schedule_makes(
+    spec: GeneratorSpec, cluster: str, conditions: Conditions, window: float
+) -> None:
+    fast, full = _both_ways(
+        generate(spec, load_profiles()),
+        Cluster.from_spec(cluster),
+        PolicyOptions(),
+        conditions=conditions,
+        batch_window=window,
+    )
+    assert fast[0] > 100
+    assert fast == full
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_changes_make_the_full_run_on_small_workloads(scenario: tuple) -> None:
+    workload, cluster, options, window = scenario
+    fast, full = _both_ways(workload, Cluster.from_spec(cluster), options, batch_window=window)
+    assert fast == full

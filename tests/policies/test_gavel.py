@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from tests.policies.hand import TOY, approx, assert_intervals, finishes, run, workload
+from tests.simulator.test_invariants import scenarios
 from themis.model.cluster import Cluster
+from themis.model.profiles import load_profiles
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec
 from themis.policies import Policy, PolicyOptions, make_policy
@@ -20,7 +22,8 @@ from themis.policies._ftf_program import AppLoad, water_level
 from themis.policies._gavel_mechanism import ROUND_SECONDS, GavelBooks, assign, pick
 from themis.policies._gavel_program import JobLoad, isolated_fractions, rho, solve
 from themis.policies.gavel import GavelPolicy
-from themis.simulator.engine import SimulationResult, simulate
+from themis.simulator.engine import Conditions, SimulationResult, simulate
+from themis.workload.generator import GeneratorSpec, generate
 
 # -- the allocation program ------------------------------------------------------------------
 
@@ -206,6 +209,110 @@ def test_books_priority_is_allocation_over_share_of_time_received() -> None:
     assert books.deficit[b] == approx(960.0)
 
 
+class _DictBooks:
+    """The books as plain dicts, one Python sort per order: what ``GavelBooks`` computes
+    with arrays, holes and compaction, written the direct way to check it against."""
+
+    def __init__(self) -> None:
+        self.job_time: dict[JobState, float] = {}
+        self.deficit: dict[JobState, float] = {}
+        self.allocation: dict[JobState, float] = {}
+        self.worker_time = 0.0
+        self.last_reset: float | None = None
+
+    def add(self, job: JobState) -> None:
+        self.job_time[job] = ROUND_SECONDS / 2
+        self.deficit[job] = 0.0
+
+    def remove(self, job: JobState) -> None:
+        del self.job_time[job]
+        del self.deficit[job]
+
+    def ran(self, job: JobState, seconds: float, live: bool) -> None:
+        if live:
+            self.job_time[job] += seconds
+        self.worker_time += seconds
+
+    def reset(self, now: float, allocation: dict[JobState, float]) -> None:
+        since = 0.0 if self.last_reset is None else now - self.last_reset
+        for job, received in self.job_time.items():
+            owed = self.allocation.get(job, 0.0) * since
+            self.deficit[job] += owed - (received - ROUND_SECONDS / 2)
+            self.job_time[job] = ROUND_SECONDS / 2
+        self.worker_time = ROUND_SECONDS / 2 * len(self.job_time)
+        self.last_reset = now
+        self.allocation = dict(allocation)
+
+    def order(self) -> list[JobState]:
+        def key(job: JobState) -> tuple[float, float, float]:
+            share = self.allocation.get(job)
+            fraction = self.job_time[job] / self.worker_time if self.worker_time else 0.0
+            if share is None or share == 0.0:
+                priority = 0.0
+            elif fraction > 0.0:
+                priority = share / fraction
+            else:
+                priority = share * 1e9
+            return (priority, self.deficit[job], self.allocation.get(job, 0.0))
+
+        return sorted(self.job_time, key=key, reverse=True)
+
+
+#: One step on the books: (what, job number, a number: seconds, a share or a time step).
+_Step = tuple[str, int, float]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["add", "remove", "ran", "ran", "reset", "fill", "drain"]),
+            st.integers(0, 15),  # few jobs stepped on one by one: they come and go
+            # Few distinct values: equal priorities, deficits and shares, so ties.
+            st.sampled_from([0.0, 0.125, 0.25, 0.5, 1.0, 90.0, 180.0, 360.0]),
+        ),
+        max_size=300,
+    )
+)
+def test_books_order_matches_a_direct_sort_through_holes_and_compaction(steps: list[_Step]) -> None:
+    # 200 jobs, added and removed in bulk (``fill``, ``drain``): holes outnumber the 64 the
+    # arrays keep before compacting. Jobs come back after a removal (a trial resumed after
+    # a pause) with the allocation the last solve gave them.
+    jobs = _jobs(Cluster.from_spec("1x1x2"), [1] * 200)
+    books, direct = GavelBooks(), _DictBooks()
+    now = 0.0
+    for what, k, x in steps:
+        job = jobs[k]
+        if what == "fill":
+            for j in [j for j in jobs[k : k + 150] if j not in books]:
+                books.add(j)
+                direct.add(j)
+        elif what == "drain":
+            for j in [j for j in jobs[k : k + 120] if j in books]:
+                books.remove(j)
+                direct.remove(j)
+        elif what == "add" and job not in books:
+            books.add(job)
+            direct.add(job)
+        elif what == "remove" and job in books:
+            books.remove(job)
+            direct.remove(job)
+        elif what == "ran" and job in books:
+            books.ran(job, x, live=True)
+            direct.ran(job, x, live=True)
+        elif what == "reset":
+            now += 100.0 * x
+            live = list(direct.job_time)
+            allocation = {j: x * (1 + (i % 3)) / 4 for i, j in enumerate(live) if i % 5}
+            books.reset(now, lambda _, a=allocation: a)
+            direct.reset(now, allocation)
+        assert books.order() == direct.order()
+        assert books.jobs == list(direct.job_time)
+        assert books.job_time == direct.job_time
+        assert books.deficit == direct.deficit
+        assert books.worker_time == direct.worker_time
+
+
 # -- whole schedules by hand -------------------------------------------------------------------
 
 
@@ -324,3 +431,67 @@ def test_registered_under_its_name() -> None:
     policy: Policy = make_policy("gavel")
     assert isinstance(policy, GavelPolicy)
     assert policy.round_length == ROUND_SECONDS
+
+
+# -- the incremental round -------------------------------------------------------------------
+
+
+class _FullScan(GavelPolicy):
+    """gavel finding the live jobs by a walk of every active app's jobs each round, as if
+    the mechanism did not say which apps changed."""
+
+    def _begin(self, view):  # type: ignore[no-untyped-def]
+        ran = super()._begin(view)
+        self._dirty = None
+        return ran
+
+
+def _three_ways(workload, cluster: Cluster, **kw) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """The run asked for changes (the simulator's default for gavel), for the full schedule,
+    and with the full walk of the jobs: (rounds, intervals, finishes) of each."""
+    fast = GavelPolicy(PolicyOptions())
+    assert fast.incremental
+    full = GavelPolicy(PolicyOptions())
+    full.incremental = False  # type: ignore[misc]
+    scan = _FullScan(PolicyOptions())
+    return [
+        (
+            r.rounds,
+            [(i.start, i.end, i.job_id, i.gpus, i.best_span) for i in r.intervals],
+            [(a.app_id, a.finish) for a in r.apps],
+        )
+        for r in (simulate(workload, cluster, p, **kw) for p in (fast, full, scan))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "cluster", "conditions"),
+    [
+        (GeneratorSpec(jobs=300, seed=1, gpus=32, load=1.5), "1x4x8", Conditions()),
+        (GeneratorSpec(jobs=300, seed=2, gpus=64, load=1.5), "2x4x8", Conditions(0.3, 30.0)),
+        (GeneratorSpec(jobs=200, seed=3, gpus=64), "1x4x8:v100+1x4x8:k80", Conditions()),
+        # Online successive halving: trials pause at rungs and resume, leaving and
+        # re-entering the books.
+        (
+            GeneratorSpec(jobs=24, seed=2, load=1.5, gpus=8, max_trials=8, online_halving=1),
+            "1x2x4",
+            Conditions(0.2, 30.0),
+        ),
+    ],
+)
+def test_changes_and_the_walk_of_changed_apps_make_the_full_run(
+    spec: GeneratorSpec, cluster: str, conditions: Conditions
+) -> None:
+    fast, full, scan = _three_ways(
+        generate(spec, load_profiles()), Cluster.from_spec(cluster), conditions=conditions
+    )
+    assert fast[0] > 100
+    assert fast == full == scan
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_changes_make_the_full_run_on_small_workloads(scenario: tuple) -> None:
+    workload, cluster, _, window = scenario
+    fast, full, scan = _three_ways(workload, Cluster.from_spec(cluster), batch_window=window)
+    assert fast == full == scan

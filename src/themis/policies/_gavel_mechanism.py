@@ -33,10 +33,15 @@ workers (``assign(..., gpu_type)``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import repeat
+from typing import TYPE_CHECKING, cast
 
 from themis.model.cluster import Cluster
 from themis.model.state import JobState
+
+if TYPE_CHECKING:  # numpy is imported when a round is ordered, not when policies load
+    import numpy as np
 
 #: Gavel's allocation over the live jobs: a time fraction (0..1) per job.
 Solver = Callable[[list[JobState]], Mapping[JobState, float]]
@@ -45,10 +50,18 @@ Solver = Callable[[list[JobState]], Mapping[JobState, float]]
 ROUND_SECONDS = 360.0
 #: ``Scheduler(minimum_time_between_allocation_resets=1920)``: seconds.
 RESET_SECONDS = 1920.0
+#: ``GavelBooks.ranked`` converts this many jobs at a time.
+_CHUNK = 128
 
 
 class GavelBooks:
-    """Gavel's per-job accounting, in insertion (submission) order, which breaks ties."""
+    """Gavel's per-job accounting, in insertion (submission) order, which breaks ties.
+
+    Every round sorts every live job (thousands under load) by keys computed from these
+    books, so they are numpy arrays by *slot*, a job's place in submission order: a round
+    then reads three arrays instead of three dicts. A removed job leaves a hole (its
+    ``_alive`` flag drops) until the holes outnumber the jobs and the arrays are compacted,
+    order kept. ``_slot`` maps each live job to its slot, in submission order."""
 
     def __init__(
         self, round_length: float = ROUND_SECONDS, reset_interval: float = RESET_SECONDS
@@ -57,27 +70,69 @@ class GavelBooks:
             raise ValueError("the round must be > 0 s and the reset interval >= 0 s")
         self.round_length = round_length
         self.reset_interval = reset_interval
-        self.job_time: dict[JobState, float] = {}  # seconds received since the last reset
         self.worker_time = 0.0  # all jobs' seconds received since the last reset
-        self.deficit: dict[JobState, float] = {}
         self.allocation: dict[JobState, float] = {}  # time fractions of the last solve
         self.last_reset: float | None = None
         self.need_update = False
+        self._slot: dict[JobState, int] = {}
+        self._by_slot: list[JobState | None] = []  # None: a hole
+        self._used = 0  # slots handed out (live or holes)
+        self._holes = 0
+        # Created at the first job: numpy is imported when a round runs, not at import.
+        self._time: np.ndarray | None = None  # seconds received since the last reset
+        self._deficit: np.ndarray | None = None
+        self._share: np.ndarray | None = None  # allocation.get(job, 0.0), kept by slot
+        self._alive: np.ndarray | None = None
+
+    @property
+    def jobs(self) -> list[JobState]:
+        """The live jobs, in submission order."""
+        return list(self._slot)
+
+    def __contains__(self, job: JobState) -> bool:
+        return job in self._slot
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    @property
+    def job_time(self) -> dict[JobState, float]:
+        """Seconds each job received since the last reset (a copy)."""
+        return {job: float(self._arrays()[0][k]) for job, k in self._slot.items()}
+
+    @property
+    def deficit(self) -> dict[JobState, float]:
+        """Each job's deficit (a copy)."""
+        return {job: float(self._arrays()[1][k]) for job, k in self._slot.items()}
 
     def add(self, job: JobState) -> None:
-        self.job_time[job] = self.round_length / 2.0
-        self.deficit[job] = 0.0
+        time, deficit, share, alive = self._arrays()
+        k = self._slot.get(job)
+        if k is None:
+            if self._used == time.size:
+                time, deficit, share, alive = self._grow()
+            k = self._slot[job] = self._used
+            self._by_slot.append(job)
+            self._used += 1
+        time[k] = self.round_length / 2.0
+        deficit[k] = 0.0
+        share[k] = self.allocation.get(job, 0.0)  # a stale allocation, if it had one
+        alive[k] = True
         self.need_update = True
 
     def remove(self, job: JobState) -> None:
-        del self.job_time[job]
-        del self.deficit[job]
+        k = self._slot.pop(job)
+        self._by_slot[k] = None
+        self._arrays()[3][k] = False
+        self._holes += 1
+        if self._holes > max(64, len(self._slot)):
+            self._compact()
         self.need_update = True  # its stale allocation stays until the next solve
 
     def ran(self, job: JobState, seconds: float, live: bool) -> None:
         """``job`` executed ``seconds`` in the round that just ended."""
         if live:
-            self.job_time[job] += seconds
+            self._arrays()[0][self._slot[job]] += seconds
         self.worker_time += seconds
 
     def reset_due(self, now: float) -> bool:
@@ -86,37 +141,106 @@ class GavelBooks:
         return self.last_reset is None or now - self.last_reset >= self.reset_interval
 
     def reset(self, now: float, solve: Solver) -> None:
-        """Charge deficits, restart the time counters, and solve the allocation anew."""
+        """Charge deficits, restart the time counters, and solve the allocation anew.
+
+        Element for element the floats of ``deficit[job] += allocation.get(job, 0.0) *
+        since - (received - half)``, over every live job at once."""
+        import numpy as np
+
         since = 0.0 if self.last_reset is None else now - self.last_reset
         half = self.round_length / 2.0
-        for job, received in self.job_time.items():
-            owed = self.allocation.get(job, 0.0) * since
-            self.deficit[job] += owed - (received - half)
-            self.job_time[job] = half
-        self.worker_time = half * len(self.job_time)
+        time, deficit, share, _ = self._arrays()
+        live = self._live()
+        deficit[live] = deficit[live] + (share[live] * since - (time[live] - half))
+        time[live] = half
+        self.worker_time = half * len(self._slot)
         self.last_reset = now
-        self.allocation = dict(solve(list(self.job_time)))
+        jobs = self.jobs
+        self.allocation = dict(solve(jobs))
+        share[live] = np.fromiter(map(self.allocation.get, jobs, repeat(0.0)), float, len(jobs))
         self.need_update = False
 
     def priority(self, job: JobState) -> float:
-        return _priority(self.allocation.get(job), self.job_time[job], self.worker_time)
+        received = float(self._arrays()[0][self._slot[job]])
+        return _priority(self.allocation.get(job), received, self.worker_time)
 
     def order(self) -> list[JobState]:
         """Live jobs by (priority, deficit, allocation), highest first; ties keep the
-        submission order (Python's reverse sort is stable, as in Gavel). Keys are computed
-        once per job: this runs every round over every live job (thousands under load)."""
-        jobs = list(self.job_time)
-        allocation, deficit, total = self.allocation, self.deficit, self.worker_time
-        keys = [
-            (
-                _priority(allocation.get(job), self.job_time[job], total),
-                deficit[job],
-                allocation.get(job, 0.0),
-            )
-            for job in jobs
-        ]
-        ranked = sorted(range(len(jobs)), key=keys.__getitem__, reverse=True)
-        return [jobs[k] for k in ranked]
+        submission order (Python's reverse sort is stable, as in Gavel)."""
+        return list(self.ranked())
+
+    def ranked(self) -> Iterator[JobState]:
+        """``order``, handed out a chunk at a time: a round's pick stops once the cluster
+        is full, usually long before the last of thousands of jobs.
+
+        The keys are arrays: the same IEEE divisions as ``_priority`` give the same
+        floats, and a stable ascending sort of the negated keys is the stable descending
+        sort of the keys. They are read now, not when the iterator is."""
+        import numpy as np
+
+        time, deficit, share, _ = self._arrays()
+        live = self._live()
+        shares = share[live]
+        priority = _priorities(shares, time[live], self.worker_time)
+        slots = live[np.lexsort((-shares, -deficit[live], -priority))]  # last key first
+        jobs = cast(list[JobState], self._by_slot)  # live slots hold jobs, not holes
+
+        def chunks() -> Iterator[JobState]:
+            for start in range(0, slots.size, _CHUNK):
+                yield from map(jobs.__getitem__, slots[start : start + _CHUNK].tolist())
+
+        return chunks()
+
+    def _live(self) -> np.ndarray:
+        """The live jobs' slots, in submission order."""
+        import numpy as np
+
+        return np.flatnonzero(self._arrays()[3][: self._used])
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self._time is None or self._deficit is None or self._share is None:
+            import numpy as np
+
+            self._time, self._deficit, self._share = (np.zeros(0) for _ in range(3))
+            self._alive = np.zeros(0, dtype=bool)
+        assert self._alive is not None
+        return self._time, self._deficit, self._share, self._alive
+
+    def _grow(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Twice the slots (at least 64), the used ones copied."""
+        import numpy as np
+
+        size = max(64, 2 * self._used)
+        old = self._arrays()
+        new = tuple(np.zeros(size, dtype=a.dtype) for a in old)
+        for a, b in zip(old, new, strict=True):
+            b[: self._used] = a[: self._used]
+        self._time, self._deficit, self._share, self._alive = new
+        return self._arrays()
+
+    def _compact(self) -> None:
+        """Drop the holes: the live jobs take slots 0.. in submission order."""
+        live = self._live()
+        self._time, self._deficit, self._share, self._alive = (a[live] for a in self._arrays())
+        self._slot = {job: k for k, job in enumerate(self._slot)}
+        self._by_slot = list(self._slot)
+        self._used = len(self._slot)
+        self._holes = 0
+
+
+def _priorities(share: np.ndarray, received: np.ndarray, total: float) -> np.ndarray:
+    """``_priority`` over arrays (no allocation is a share of 0.0): element for element
+    the same floats."""
+    import numpy as np
+
+    if total == 0.0:
+        priority = share * 1e9
+    else:
+        fraction = received / total
+        with np.errstate(divide="ignore", invalid="ignore"):
+            priority = np.where(fraction > 0.0, share / fraction, share * 1e9)
+    priority[share == 0.0] = 0.0
+    return priority
 
 
 def _priority(share: float | None, received: float, total: float) -> float:
@@ -230,7 +354,7 @@ class TypedBooks:
 
     @property
     def jobs(self) -> list[JobState]:
-        return list(self._first.job_time)
+        return self._first.jobs
 
     @property
     def allocation(self) -> dict[JobState, dict[str, float]]:
@@ -241,7 +365,10 @@ class TypedBooks:
         }
 
     def __contains__(self, job: JobState) -> bool:
-        return job in self._first.job_time
+        return job in self._first
+
+    def __len__(self) -> int:
+        return len(self._first)
 
     def add(self, job: JobState) -> None:
         for books in self.by_type.values():

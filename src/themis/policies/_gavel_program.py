@@ -107,12 +107,18 @@ def solve(jobs: Sequence[JobLoad], capacity: float) -> GavelAllocation:
     """The min-max of Gavel's rho over per-job time fractions: exactly the isolated
     fractions (see the module docstring for why; a test checks it against a numerical
     solve and against any other split)."""
+    return solve_gangs([j.gang for j in jobs], capacity)
+
+
+def solve_gangs(gangs: Sequence[int], capacity: float) -> GavelAllocation:
+    """``solve`` for jobs with these gangs: on one GPU type the optimum is the isolated
+    split, which depends on the gangs alone (not on waits or remaining work), so a caller
+    with many jobs need not build a ``JobLoad`` for each."""
     if capacity <= 0:
         raise ValueError("the cluster needs at least one GPU")
-    if not jobs:
+    if not gangs:
         return GavelAllocation((), (), None)
-    gangs = [j.gang for j in jobs]
-    iso = tuple(float(x) for x in isolated_fractions(gangs, capacity))
+    iso = tuple(isolated_fractions(gangs, capacity).tolist())  # Python floats
     return GavelAllocation(iso, iso, None if sum(gangs) <= capacity else 1.0)
 
 

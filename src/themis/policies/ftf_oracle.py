@@ -26,7 +26,14 @@ from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
 from themis.policies._deficit_rounds import Claim, DeficitLedger, pick_jobs
 from themis.policies._ftf_program import FtfAllocation, app_load, solve
-from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 from themis.policies.registry import register
 
 
@@ -45,8 +52,38 @@ class FtfOraclePolicy(Policy):
         #: The last call's program answer, by app id (for explanations and tests).
         self.last_shares: dict[str, float] = {}
         self.last_allocation: FtfAllocation | None = None
+        #: The round end of the last call's grants (all of them end then).
+        self._round_end: float | None = None
+
+    #: Every grant ends at the round's end, so between round ends no running job's grant
+    #: ends: ``changes`` then answers from the free GPUs alone, without a walk of every
+    #: running job (``schedule`` always walks them).
+    incremental = True
 
     def schedule(self, view: SchedulingView) -> Schedule:
+        keep, new, _ = self._round(view, walk=True)
+        assert keep is not None
+        keep.update(new)
+        return keep
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """The round ``schedule`` makes, as what changes: the running jobs whose grants end
+        now and that were not picked again stop; the picked jobs start (or continue on
+        their GPUs until the new round end)."""
+        _, new, ending = self._round(view, walk=False)
+        stop = [job for jobs in ending.values() for job in jobs if job not in new]
+        start = {
+            job: grant
+            for job, grant in new.items()
+            if not (job.gpus and grant.gpus == job.gpus and grant.until == job.until)
+        }
+        return Changes(stop, start)
+
+    def _round(
+        self, view: SchedulingView, walk: bool
+    ) -> tuple[Schedule | None, Schedule, dict[str, list[JobState]]]:
+        """The grants that stay (None when not walked), the new grants, and per app id its
+        running jobs whose grants end now."""
         now = view.now
         if self._cluster is not view.cluster or (
             self._ledger.now is not None and now < self._ledger.now
@@ -54,21 +91,29 @@ class FtfOraclePolicy(Policy):
             self._cluster = view.cluster
             self._ledger = DeficitLedger(self.options.lease)
             self._gangs = {}
+            self._round_end = None
         apps = list(view.apps)
         self._ledger.advance(now, {a.app_id: self._largest_gang(a) for a in apps})
         shares = self._shares(view, apps)
 
         # Grants that do not end now stay; the rest, with the free GPUs, are up for grabs.
-        schedule, pool, renewable = view.split_ending()
-        held: dict[str, int] = {app.app_id: 0 for app in apps}
-        round_end: float | None = None
-        for job in schedule:
-            held[job.app.app_id] += job.gang
-            if job.until is not None:
-                round_end = job.until if round_end is None else max(round_end, job.until)
+        keep: Schedule | None = None
+        split = None if walk else self._split_between_round_ends(view, apps)
+        if split is None:
+            keep, pool, renewable = view.split_ending()
+            held: dict[str, int] = {app.app_id: 0 for app in apps}
+            round_end: float | None = None
+            for job in keep:
+                held[job.app.app_id] += job.gang
+                if job.until is not None:
+                    round_end = job.until if round_end is None else max(round_end, job.until)
+        else:
+            pool, renewable, held, round_end = split
         if round_end is None:  # a new round starts now
             round_end = now + self.options.lease
+        self._round_end = round_end
 
+        new: Schedule = {}
         if pool:
             claims = [
                 Claim(
@@ -81,10 +126,24 @@ class FtfOraclePolicy(Policy):
             ]
             chosen = pick_jobs(claims, len(pool))
             for job, gpus in _place(view.cluster, pool, chosen).items():
-                schedule[job] = Assignment(gpus, round_end)
+                new[job] = Assignment(gpus, round_end)
                 held[job.app.app_id] += job.gang
         self._ledger.record(shares, held)
-        return schedule
+        return keep, new, renewable
+
+    def _split_between_round_ends(
+        self, view: SchedulingView, apps: list[AppState]
+    ) -> tuple[set[int], dict[str, list[JobState]], dict[str, int], float | None] | None:
+        """``split_ending`` without a walk of the running jobs when none of their grants
+        ends now: every grant runs to the round end this policy handed out, so either no
+        job runs (a new round: the free GPUs are every GPU) or none ends before that
+        round end. None when grants do end now (walk them)."""
+        idle = view.free_count() == view.cluster.size
+        end = self._round_end
+        if not idle and (end is None or end <= view.now + view.window):
+            return None
+        held = {app.app_id: 0 if idle else len(app.held()) for app in apps}
+        return set(view.free_gpus()), {app.app_id: [] for app in apps}, held, None if idle else end
 
     def _largest_gang(self, app: AppState) -> int:
         gang = self._gangs.get(app.app_id)

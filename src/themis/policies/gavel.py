@@ -48,8 +48,15 @@ from themis.policies._gavel_mechanism import (
     pick_typed,
     type_order,
 )
-from themis.policies._gavel_program import JobLoad, TypedJobLoad, solve, solve_typed
-from themis.policies.base import Assignment, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies._gavel_program import TypedJobLoad, solve_gangs, solve_typed
+from themis.policies.base import (
+    Assignment,
+    Changes,
+    Policy,
+    PolicyOptions,
+    Schedule,
+    SchedulingView,
+)
 from themis.policies.registry import register
 
 Gpus = tuple[int, ...]
@@ -80,68 +87,124 @@ class GavelPolicy(Policy):
         self.round_end: float | None = None
         self._ran: list[JobState] = []  # the jobs of the current round
         self._now: float | None = None
+        #: The apps changed since the last round (``_sync``); None: not known.
+        self._dirty: set[AppState] | None = set()
+
+    #: Mid-round calls change nothing and a new round's changes are known from the jobs
+    #: it picks and the ones the last round ran: ``changes`` answers without a walk of
+    #: every running job.
+    incremental = True
 
     def schedule(self, view: SchedulingView) -> Schedule:
+        self._begin(view)
+        round_ = self._decide(view)
+        if round_ is None:
+            return self.keep_running(view)  # mid-round: nothing starts, freed GPUs idle
+        return round_
+
+    def changes(self, view: SchedulingView) -> Changes:
+        """The round ``schedule`` makes, as what changes: nothing mid-round; at a new round
+        the jobs of the round that ends which still run and were not picked again stop
+        (only the policy starts jobs, so they are all the running ones), and the picked
+        jobs start, or continue until the new round's end."""
+        before = self._begin(view)
+        round_ = self._decide(view)
+        if round_ is None:
+            return Changes()
+        start = {
+            job: grant
+            for job, grant in round_.items()
+            if not (job.gpus and grant.gpus == job.gpus and grant.until == job.until)
+        }
+        return Changes([j for j in before if j.gpus and j not in round_], start)
+
+    def _begin(self, view: SchedulingView) -> list[JobState]:
+        """Start a new run when the view is of another one, and note the apps that changed
+        (``_sync``); the jobs of the current round."""
         now = view.now
         if self._cluster is not view.cluster or (self._now is not None and now < self._now):
             self._start_run(view.cluster)  # a new run: nothing carries over
+        if view.changed is None:
+            self._dirty = None
+        elif self._dirty is not None:
+            self._dirty.update(view.changed)
+        return self._ran
+
+    def _decide(self, view: SchedulingView) -> Schedule | None:
+        """A new round's schedule, or None mid-round (nothing changes)."""
+        now = view.now
         self._now = now
-        running = view.running()
+        # Some job runs exactly when some GPU is busy: a count, not a walk of the jobs.
+        running = view.free_count() < view.cluster.size
         if running and self.round_end is not None and now < self.round_end - _EPSILON:
-            return self.keep_running(view)  # mid-round: nothing starts, freed GPUs idle
+            return None
         return self._new_round(view)
 
     def _new_round(self, view: SchedulingView) -> Schedule:
         now = view.now
         self._close_round(now)
-        live = [j for app in view.apps for j in app.jobs if j.finished_at is None]
         if self.typed_books is not None:
-            placed = self._typed_round(view, live, self.typed_books)
+            self._sync(view, self.typed_books)
+            placed = self._typed_round(view, self.typed_books)
         else:
-            placed = self._untyped_round(view, live)
+            self._sync(view, self.books)
+            placed = self._untyped_round(view)
         self.round_start = now
         self.round_end = now + self.round_length
         self._ran = list(placed)
         return {job: Assignment(gpus, self.round_end) for job, gpus in placed.items()}
 
-    def _untyped_round(self, view: SchedulingView, live: list[JobState]) -> dict[JobState, Gpus]:
+    def _sync(self, view: SchedulingView, books: GavelBooks | TypedBooks) -> None:
+        """Make the books hold exactly the live jobs of the active apps, the new ones added
+        in (app, job) order (their submission order). A job lives or dies only with a
+        change its app is marked for (``SchedulingView.changed``), so when the mechanism
+        says which apps changed since the last round only their jobs are looked at; else
+        every job of every active app is."""
+        dirty, rank = self._dirty, view.order
+        if dirty is None or rank is None:
+            live = [j for app in view.apps for j in app.jobs if j.finished_at is None]
+            alive = set(live)
+            for job in [j for j in books.jobs if j not in alive]:
+                books.remove(job)
+            for job in live:
+                if job not in books:
+                    books.add(job)
+        else:
+            # Removals first or interleaved, the books end in the same order: a removal
+            # moves no other job, and additions come in (app, job) order either way.
+            for app in sorted(dirty, key=lambda a: rank.get(a, -1)):
+                for job in app.jobs:
+                    if job.finished_at is None:
+                        if job not in books:
+                            books.add(job)
+                    elif job in books:
+                        books.remove(job)
+        self._dirty = None if view.changed is None else set()
+
+    def _untyped_round(self, view: SchedulingView) -> dict[JobState, Gpus]:
         now = view.now
         books = self.books
-        alive = set(live)
-        for job in [j for j in books.job_time if j not in alive]:
-            books.remove(job)
-        for job in live:
-            if job not in books.job_time:
-                books.add(job)
         solver = _solver(view, now)
         if books.reset_due(now):
             books.reset(now, solver)
-        placed = assign(view.cluster, pick(books.order(), view.cluster.size), books.allocation)
-        if not placed and live:
+        placed = assign(view.cluster, pick(books.ranked(), view.cluster.size), books.allocation)
+        if not placed and len(books):
             # Nothing allocated can run (every live job arrived since the last solve) and
             # the cluster is idle: Gavel's simulator forces a reset here when no arrival is
             # queued; we always do, so that an idle cluster never waits for an arrival.
             books.reset(now, solver)
-            placed = assign(view.cluster, pick(books.order(), view.cluster.size), books.allocation)
+            placed = assign(view.cluster, pick(books.ranked(), view.cluster.size), books.allocation)
         return placed
 
-    def _typed_round(
-        self, view: SchedulingView, live: list[JobState], books: TypedBooks
-    ) -> dict[JobState, Gpus]:
+    def _typed_round(self, view: SchedulingView, books: TypedBooks) -> dict[JobState, Gpus]:
         """Gavel on several GPU types: one allocation per (job, type), the (job, type)
         queue walked type by type, each chosen job placed on its type's servers."""
         now = view.now
-        alive = set(live)
-        for job in [j for j in books.jobs if j not in alive]:
-            books.remove(job)
-        for job in live:
-            if job not in books:
-                books.add(job)
         solver = _typed_solver(view, now)
         if books.reset_due(now):
             books.reset(now, solver)
         placed = self._place_typed(view.cluster, books)
-        if not placed and live:
+        if not placed and len(books):
             books.reset(now, solver)  # as in the untyped round
             placed = self._place_typed(view.cluster, books)
         return placed
@@ -175,17 +238,13 @@ class GavelPolicy(Policy):
 
 
 def _solver(view: SchedulingView, now: float) -> Solver:
-    """Gavel's allocation over the given jobs, as time fractions by job."""
+    """Gavel's allocation over the given jobs, as time fractions by job: the jobs with work
+    left (each would be a ``JobLoad``), split by their gangs alone (``solve_gangs``)."""
+    capacity = float(view.cluster.size)
 
     def solve_jobs(jobs: list[JobState]) -> dict[JobState, float]:
-        loads = []
-        kept = []
-        for job in jobs:
-            load = _job_load(job.app, job, view.cluster, now)
-            if load is not None:
-                loads.append(load)
-                kept.append(job)
-        allocation = solve(loads, float(view.cluster.size))
+        kept = [job for job in jobs if job.remaining_at(now) > 0]
+        allocation = solve_gangs([job.gang for job in kept], capacity)
         return dict(zip(kept, allocation.fractions, strict=True))
 
     return solve_jobs
@@ -233,12 +292,3 @@ def _typed_load(
     if not any(s > 0 for s in speeds):
         return None
     return TypedJobLoad(max(0.0, now - app.arrival), remaining, gang, speeds)
-
-
-def _job_load(app: AppState, job: JobState, cluster: Cluster, now: float) -> JobLoad | None:
-    remaining = job.remaining_at(now)
-    if remaining <= 0:
-        return None
-    profile = app.profile
-    speed = job.gang * profile.best_factor_on(job.gang, cluster.shape) / profile.time_per_iteration
-    return JobLoad(max(0.0, now - app.arrival), remaining / speed, job.gang)
