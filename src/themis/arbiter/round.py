@@ -151,7 +151,8 @@ class Arbiter:
         now = view.now
         self.reservations.account(now)
         ending = view.ending_jobs()
-        pool = set(view.free_gpus())
+        # Free GPUs, as a set (no order: every use of the pool sorts or tests membership).
+        pool = set(view.free) if view.free is not None else set(view.free_gpus())
         renewable: dict[str, list[JobState]] = {}
         for job in ending:
             pool.update(job.gpus)
