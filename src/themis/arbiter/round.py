@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -209,9 +209,9 @@ class Arbiter:
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
         # the offer lists the most fragmented machines first, so small bundles are carved
         # from partly used machines before empty ones (best fit).
-        offer = self._offer_order(pool)
+        offer, on_machine = self._offer_order(pool)
         record.pool = offer
-        index = OfferIndex(self.cluster, offer)
+        index = OfferIndex(self.cluster, offer, on_machine)
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)
@@ -236,6 +236,7 @@ class Arbiter:
             self.rng,
             trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n),
             units=lambda app_id, b: agents[app_id].units(b),
+            positions=cast("Mapping[Hashable, int]", index.position),
         )
         record.outcome = outcome
         until = self.lease_end(now)
@@ -293,8 +294,9 @@ class Arbiter:
                 hungry.discard(app)
         return hungry
 
-    def _offer_order(self, pool: set[int]) -> list[int]:
-        """The offered GPUs, machines with the fewest free GPUs first (then topology).
+    def _offer_order(self, pool: set[int]) -> tuple[list[int], dict[int, list[int]]]:
+        """The offered GPUs, machines with the fewest free GPUs first (then topology), and
+        the offer's GPUs per machine (ascending: ``OfferIndex``'s grouping).
 
         That is the pool sorted by (free GPUs on its machine, topology rank); a machine's
         GPUs are consecutive in topology order (rack, machine, id), so it is the machines
@@ -310,8 +312,10 @@ class Arbiter:
         first = self._machine_rank
         offer: list[int] = []
         for m in sorted(on, key=lambda m: (len(on[m]), first[m])):
-            offer.extend(sorted(on[m]))
-        return offer
+            gpus = on[m]
+            gpus.sort()
+            offer.extend(gpus)
+        return offer, on
 
     def _drop_stale_reservation(self, view: SchedulingView, now: float) -> None:
         res = self.reservations.current

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from themis.auction.bids import Bid
@@ -80,14 +80,18 @@ def round_share(c: float, size: int, rng: random.Random, units: Sequence[int] | 
 
 
 def build_candidates(
-    bids: Sequence[Bid], free: Sequence[Hashable], source: str = "auction"
+    bids: Sequence[Bid],
+    free: Sequence[Hashable],
+    source: str = "auction",
+    positions: Mapping[Hashable, int] | None = None,
 ) -> list[list[Candidate]]:
     """Validate bids against the offered GPUs and turn them into solver candidates.
 
     Only entries strictly better than winning nothing can be part of an optimum; a bundle
-    listed twice keeps its best rho.
+    listed twice keeps its best rho. ``positions``: each offered GPU's index in ``free``
+    when the caller has it (the arbiter's offer index).
     """
-    bit = {g: i for i, g in enumerate(free)}
+    bit = {g: i for i, g in enumerate(free)} if positions is None else positions
     seen_apps: set[str] = set()
     out: list[list[Candidate]] = []
     for b, bid in enumerate(bids):
@@ -153,8 +157,10 @@ def partial_allocation(
     trim: Trim = keep_prefix,
     source: str = "auction",
     units: Units | None = None,
+    positions: Mapping[Hashable, int] | None = None,
 ) -> AuctionOutcome:
-    candidates = build_candidates(bids, free, source)
+    """``positions``: each GPU's index in ``free``, when the caller has it."""
+    candidates = build_candidates(bids, free, source, positions)
     best, without = solve_all(candidates)
     apps: dict[str, AppOutcome] = {}
     granted_all: set[Hashable] = set()

@@ -55,6 +55,10 @@ KEEP_REDUCED = 2.0
 #: local one pays off when a whole-model run costs milliseconds.
 LOCAL_MIN_BIDDERS = 100
 
+#: Knapsack rows at least this wide are computed in numpy (``_wide_row``): below it, the
+#: per-call cost of numpy exceeds what it saves.
+WIDE_ROW = 64
+
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
 #: return a choice up to ~1e-6 log-utility short of the optimum on near-ties. Scaling the
@@ -269,14 +273,34 @@ def _knapsack_row(
     too), so the row is that value repeated, the same floats. Each option updates a whole
     slice in C (``map(max, row, shifted)``): the same floats as an element-wise ``if value
     > row[f]`` loop, since ``max`` keeps its first argument unless the second is larger."""
-    row = below[: reach + 1]
+    if reach >= WIDE_ROW:
+        row = _wide_row(base, below, options, reach)
+    else:
+        row = below[: reach + 1]
+        for gain, _, size, _ in options:
+            if size > reach:
+                continue
+            shifted = [gain + b for b in base[: reach + 1 - size]]
+            row[size:] = map(max, row[size:], shifted)
+    row.extend([row[reach]] * (capacity - reach))
+    return row
+
+
+def _wide_row(
+    base: list[float], below: list[float], options: list[_Option], reach: int
+) -> list[float]:
+    """``_knapsack_row`` up to ``reach`` in numpy: the same IEEE additions (float64) and the
+    same choices (``maximum`` of finite floats picks the larger; equal ones are equal)."""
+    import numpy as np  # here, not at import: the CLI starts without numpy
+
+    row = np.array(below[: reach + 1])
+    shifted = np.array(base[: reach + 1])
     for gain, _, size, _ in options:
         if size > reach:
             continue
-        shifted = [gain + b for b in base[: reach + 1 - size]]
-        row[size:] = map(max, row[size:], shifted)
-    row.extend([row[reach]] * (capacity - reach))
-    return row
+        np.maximum(row[size:], shifted[: reach + 1 - size] + gain, out=row[size:])
+    out: list[float] = row.tolist()
+    return out
 
 
 #: A candidate in search form: (gain, mask, number of GPUs, the candidate).

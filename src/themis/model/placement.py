@@ -255,10 +255,18 @@ class OfferIndex:
     """One round's offer indexed once for all its bidders: the per-machine free lists
     (never changed: each bidder's packer copies them) and each GPU's position."""
 
-    def __init__(self, cluster: Cluster, offer: Sequence[int]) -> None:
-        base = Packer(cluster, offer)
-        self.by_machine = base.by_machine
-        self.size = base.size
+    def __init__(
+        self,
+        cluster: Cluster,
+        offer: Sequence[int],
+        by_machine: dict[int, list[int]] | None = None,
+    ) -> None:
+        """``by_machine``: the offer's GPUs per machine (each list ascending), when the
+        caller grouped them already (the arbiter's offer order does)."""
+        if by_machine is None:
+            by_machine = Packer(cluster, offer).by_machine
+        self.by_machine = by_machine
+        self.size = len(offer)
         self.position = {g: i for i, g in enumerate(offer)}
 
 
