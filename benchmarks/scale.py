@@ -18,7 +18,7 @@ Three sweeps, each point measured in a fresh process (so peak memory is that poi
   (10,000 GPUs at 100,000 jobs) under fifo, max-min and themis.
 
 The default sizes finish in a few minutes on 2 cores; ``--full`` adds the largest ones
-(1,000 bidders are in the default; 30,000 and 100,000 jobs, and themis beyond 3,000 jobs,
+(1,000 bidders are in the default; 30,000 and 100,000 jobs, and themis beyond 10,000 jobs,
 only with ``--full``). Each point prints the median over ``--repeats`` runs of the wall
 time, the CPU time (``time.process_time``) and the peak resident memory of the process
 (``ru_maxrss``: it includes the interpreter and its libraries, about 100 MB). Machines here
@@ -50,7 +50,7 @@ GPU_SIZES_FULL: list[int] = []
 JOB_SIZES = [1000, 3000, 10000]
 JOB_SIZES_FULL = [30000, 100000]
 #: Themis simulations beyond this many jobs only with --full (they take minutes).
-THEMIS_DEFAULT_MAX_JOBS = 3000
+THEMIS_DEFAULT_MAX_JOBS = 10000
 JOB_POLICIES = ["fifo", "max-min", "themis"]
 #: A point whose first run takes more CPU seconds than this is not repeated.
 SLOW_POINT = 10.0
