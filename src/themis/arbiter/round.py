@@ -152,7 +152,7 @@ class Arbiter:
         self.reservations.account(now)
         ending = view.ending_jobs()
         # Free GPUs, as a set (no order: every use of the pool sorts or tests membership).
-        pool = set(view.free) if view.free is not None else set(view.free_gpus())
+        pool = view.free_set()
         renewable: dict[str, list[JobState]] = {}
         for job in ending:
             pool.update(job.gpus)

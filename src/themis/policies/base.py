@@ -79,6 +79,13 @@ class SchedulingView:
         busy = self._busy
         return [g.id for g in self.cluster.gpus if g.id not in busy]
 
+    def free_set(self) -> set[int]:
+        """The free GPUs as a set, for callers that need no order (no sort of the
+        mechanism's books). Views that narrow ``free_gpus`` narrow this too."""
+        if self.free is not None:
+            return set(self.free)
+        return set(self.free_gpus())
+
     def free_count(self) -> int:
         """How many GPUs no running job holds."""
         if self.free is not None:

@@ -32,6 +32,9 @@ class RuntimeView(SchedulingView):
     def free_gpus(self) -> list[int]:
         return [g for g in super().free_gpus() if g not in self.reserved]
 
+    def free_set(self) -> set[int]:
+        return set(self.free_gpus())
+
 
 @dataclass
 class LeaseClock:
