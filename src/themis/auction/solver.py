@@ -356,6 +356,8 @@ class _Plan:
                 cliques.append([j])
         cliques.sort(key=lambda clique: -max(opts[j][0][0] - opts[j][-1][0] for j in clique))
         self.seq = [opts[j] for clique in cliques for j in clique]
+        #: per position: the GPUs of the bidder's largest entry
+        self.largest = [max((t[2] for t in o), default=0) for o in self.seq]
         self.bidders = [groups[j][0].bidder for clique in cliques for j in clique]
         self.end: list[int] = []  # position just past the clique of each position
         for clique in cliques:
@@ -419,10 +421,10 @@ class _Search:
             table = [[]] * q + full.table[q + 1 :]
             merged = [[]] * q + full.merged[q + 1 :]
         # GPUs beyond which each row stops changing: every bidder left wins its largest.
+        largest = plan.largest if q == n else plan.largest[:q] + plan.largest[q + 1 :]
         reach = [0] * (n + 1)
         for i in range(n - 1, -1, -1):
-            largest = max((t[2] for t in seq[i]), default=0)
-            reach[i] = min(capacity, max(reach[i + 1], largest + reach[end[i]]))
+            reach[i] = min(capacity, max(reach[i + 1], largest[i] + reach[end[i]]))
         for i in range(q - 1, -1, -1):
             table[i] = _knapsack_row(table[end[i]], table[i + 1], seq[i], capacity, reach[i])
             if end[i] == i + 1:
@@ -432,14 +434,10 @@ class _Search:
         self.seq, self.end, self.table, self.merged = seq, end, table, merged
         self.capacity = capacity
         # per position: the merged entry lists of the cliques left
-        self.groups: list[list[list[_Option]]] = []
-        for i in range(n):
-            lists = []
-            p = i
-            while p < n:
-                lists.append(merged[p])
-                p = end[p]
-            self.groups.append(lists)
+        groups: list[list[list[_Option]]] = [[]] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            groups[i] = [merged[i], *groups[end[i]]]
+        self.groups = groups[:n]
 
     def run(
         self,
