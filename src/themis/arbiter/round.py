@@ -172,8 +172,9 @@ class Arbiter:
         kept: dict[str, list[int]] = {}
         wanting = []
         for a in _in_order(view, hungry, ending):
-            kept[a.app_id] = mine = _kept(a, renewable.get(a.app_id))
-            if a.demand() > len(mine):
+            mine = renewable.get(a.app_id)
+            kept[a.app_id] = held = _kept(a, mine) if mine else list(a.held())
+            if a.demand() > len(held):
                 wanting.append(a)
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
         agents = {a.app_id: self.agent(a) for a in wanting}

@@ -57,7 +57,7 @@ LOCAL_MIN_BIDDERS = 100
 
 #: Knapsack rows at least this wide are computed in numpy (``_wide_row``): below it, the
 #: per-call cost of numpy exceeds what it saves.
-WIDE_ROW = 64
+WIDE_ROW = 128
 
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
@@ -270,18 +270,17 @@ def _knapsack_row(
 
     Computed up to ``reach`` only, where every bidder left fits its largest entry: beyond
     it every term is the one at ``reach`` (the rows it is built from are constant there
-    too), so the row is that value repeated, the same floats. Each option updates a whole
-    slice in C (``map(max, row, shifted)``): the same floats as an element-wise ``if value
-    > row[f]`` loop, since ``max`` keeps its first argument unless the second is larger."""
+    too), so the row is that value repeated, the same floats. Wide rows go to numpy
+    (``_wide_row``); narrow ones (most auctions: a few GPUs) are cheapest as a plain loop."""
     if reach >= WIDE_ROW:
         row = _wide_row(base, below, options, reach)
     else:
         row = below[: reach + 1]
         for gain, _, size, _ in options:
-            if size > reach:
-                continue
-            shifted = [gain + b for b in base[: reach + 1 - size]]
-            row[size:] = map(max, row[size:], shifted)
+            for f in range(size, reach + 1):
+                value = gain + base[f - size]
+                if value > row[f]:
+                    row[f] = value
     row.extend([row[reach]] * (capacity - reach))
     return row
 

@@ -156,6 +156,11 @@ class Packer:
         return gpus
 
 
+#: Offers of at least this many GPUs are shared by the bidders' packers until each changes
+#: a machine's list (``OrderedPacker``); smaller ones are copied whole.
+SHARED_LISTS = 256
+
+
 class OrderedPacker(Packer):
     """A pool that hands out GPUs in a preference order, whole gangs inside one machine
     when any machine can hold them (else on the best span, as :class:`Packer`).
@@ -179,11 +184,15 @@ class OrderedPacker(Packer):
             super().__init__(cluster, preference)
         else:
             self.cluster = cluster
-            # The index's lists, shared until this packer first changes one (copy on
-            # write): a bid touches a few machines of an offer that may span thousands.
-            self.by_machine = dict(index.by_machine)
-            self._own: set[int] | None = set()
             self.size = index.size
+            if index.size >= SHARED_LISTS:
+                # The index's lists, shared until this packer first changes one (copy on
+                # write): a bid touches a few machines of an offer that may span thousands.
+                self.by_machine = dict(index.by_machine)
+                self._own: set[int] | None = set()
+            else:  # a small offer: copying it costs less than tracking what was copied
+                self.by_machine = {m: list(free) for m, free in index.by_machine.items()}
+                self._own = None
         if index is None:
             self._own = None  # built from ``preference``: every list is this packer's
         self.preference = list(preference)

@@ -1,0 +1,50 @@
+"""A bidder's packer built from the round's offer index (shared per-machine lists, copied
+on first change for large offers) takes exactly what a packer built from its own rotated
+offer takes, and never changes the index other bidders read."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from themis.model.cluster import Cluster
+from themis.model.placement import SHARED_LISTS, OfferIndex, OrderedPacker
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["2x4x8", "5x10x8", "4x8x8"]))
+def test_indexed_packers_take_what_plain_ones_take(seed: int, spec: str) -> None:
+    rng = random.Random(seed)
+    cluster = Cluster.from_spec(spec)
+    offer = [g for g in range(cluster.size) if rng.random() < 0.8]
+    rng.shuffle(offer)
+    index = OfferIndex(cluster, offer)
+    before = {m: list(free) for m, free in index.by_machine.items()}
+    for bidder in range(4):
+        start = bidder * len(offer) // 4
+        rotated = offer[start:] + offer[:start]
+        plain = OrderedPacker(cluster, rotated)
+        indexed = OrderedPacker(cluster, rotated, index, start)
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.2 and plain.gpus():
+                some = tuple(sorted(rng.sample(sorted(plain.gpus()), 1)))
+                assert indexed.take_exact(some) == plain.take_exact(some)
+                continue
+            gang = rng.choice((1, 1, 2, 4, 8, 12, 16))
+            assert indexed.take(gang) == plain.take(gang)
+            assert len(indexed) == len(plain) and indexed.gpus() == plain.gpus()
+        assert {m: list(f) for m, f in index.by_machine.items()} == before
+
+
+def test_large_offers_share_lists_small_ones_copy() -> None:
+    cluster = Cluster.from_spec("5x10x8")  # 400 GPUs
+    offer = list(range(cluster.size))
+    assert len(offer) >= SHARED_LISTS
+    packer = OrderedPacker(cluster, offer, OfferIndex(cluster, offer), 0)
+    assert packer.take(1) == (0,)
+    index = OfferIndex(cluster, offer[:16])
+    small = OrderedPacker(cluster, offer[:16], index, 0)
+    assert small.take(2) is not None
+    assert sum(len(f) for f in index.by_machine.values()) == 16
