@@ -157,6 +157,7 @@ class Arbiter:
         for job in ending:
             pool.update(job.gpus)
             renewable.setdefault(job.app.app_id, []).append(job)
+        ended = {id(j) for j in ending}
         hungry = self._hungry_apps(view)
         grants: Schedule = {}
         if not pool:
@@ -172,8 +173,8 @@ class Arbiter:
         kept: dict[str, list[int]] = {}
         wanting = []
         for a in _in_order(view, hungry, ending):
-            mine = renewable.get(a.app_id)
-            kept[a.app_id] = held = _kept(a, mine) if mine else list(a.held())
+            held = _kept(a, ended) if a.app_id in renewable else list(a.held())
+            kept[a.app_id] = held
             if a.demand() > len(held):
                 wanting.append(a)
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
@@ -194,7 +195,6 @@ class Arbiter:
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
         # Jobs running after this round, as far as the app scheduler and the leftover step
         # (which only place jobs of apps in ``wanting``) need to know.
-        ended = {id(j) for j in ending}
         planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
 
         # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
@@ -373,12 +373,9 @@ class Arbiter:
         return gpus is not None and self.cluster.span(gpus) <= self.cluster.best_span(gang)
 
 
-def _kept(app: AppState, ending: Sequence[JobState] | None) -> list[int]:
+def _kept(app: AppState, ended: set[int]) -> list[int]:
     """The GPUs ``app`` keeps through this round: those of its running jobs whose grants
-    do not end now (in submission order)."""
-    if not ending:
-        return list(app.held())
-    ended = {id(j) for j in ending}
+    do not end now (``ended``: their ids), in submission order."""
     return [g for j in app.running_jobs() if id(j) not in ended for g in j.gpus]
 
 

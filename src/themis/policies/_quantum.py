@@ -150,10 +150,14 @@ def place_changes(
     starting = [j for j in chosen if not j.gpus]
     pool: Packer | FreePool | None = None
     moved: dict[JobState, tuple[int, ...]] = {}
+
+    def available() -> set[int]:  # the free GPUs and those of the jobs that stop
+        return set(view.free or ()).union(*(j.gpus for j in stop))
+
     if relocate is not None and continuing:
-        available = set(view.free).union(*(j.gpus for j in stop))
-        moved = relocate(available, continuing)
-        pool = Packer(cluster, available)
+        gpus_up = available()
+        moved = relocate(gpus_up, continuing)
+        pool = Packer(cluster, gpus_up)
     start: Schedule = {}
     for job in continuing:
         gpus = moved.get(job, job.gpus)
@@ -168,7 +172,7 @@ def place_changes(
             for job in stop:
                 pool.draft_add(job.gpus)
         else:
-            pool = Packer(cluster, set(view.free).union(*(j.gpus for j in stop)))
+            pool = Packer(cluster, available())
     starting.sort(key=lambda j: -j.spec.gang)  # stable: the policy's order on ties
     for job in starting:
         taken = pool.take(job.spec.gang)
