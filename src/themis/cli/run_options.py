@@ -23,6 +23,7 @@ from themis.experiments.workloads import (
     parse_model_share,
 )
 from themis.model.cluster import Cluster
+from themis.model.lies import Lie, apply_lies, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.simulator.engine import Conditions, check_fits
@@ -64,7 +65,8 @@ class RunConfig:
     lease_align_s: float = 0.0
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
-    misreport: tuple[tuple[str, float], ...] = ()
+    #: Lying apps (``--misreport``, ``model/lies.py``).
+    misreport: tuple[Lie, ...] = ()
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(
@@ -77,7 +79,14 @@ class RunConfig:
 
     def conditions(self) -> Conditions:
         """What the simulator does to every policy: estimate error and restart cost."""
-        return Conditions(self.estimate_error, self.restart_cost_s, self.misreport)
+        return Conditions(
+            self.estimate_error,
+            self.restart_cost_s,
+            tuple((lie.app_id, float(lie.value)) for lie in self.misreport if lie.kind == "work"),
+            tuple(
+                (lie.app_id, str(lie.value)) for lie in self.misreport if lie.kind == "placement"
+            ),
+        )
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -108,7 +117,7 @@ class RunConfig:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
         out["restart_cost_s"] = self.restart_cost_s
-        out["misreport"] = dict(self.misreport)
+        out["misreport"] = [f"{lie.app_id}={lie.text}" for lie in self.misreport]
         return out
 
 
@@ -242,9 +251,13 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--misreport",
             multiple=True,
-            metavar="APP=FACTOR",
-            help="App APP declares FACTOR times its work (e.g. 2): a lying app, for "
-            "truthfulness experiments. Repeatable.",
+            metavar="APP=KIND:VALUE",
+            help="A lying app, for truthfulness experiments: work:F (declares F times its "
+            "work; APP=F alone means this), placement:flat|sensitive (claims its model's "
+            "placement sensitivity), gang:F (resubmits its trials on F times their GPUs, "
+            "same iterations), ask:F (asks for F times the GPUs, runs no faster), split:K "
+            "(submits itself as K apps). Repeatable "
+            "(coalitions; docs/knowledge.md).",
         ),
         arrivals_option(),
         click.option(
@@ -356,8 +369,8 @@ def make_config(
         )
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
-    lies = parse_misreport(misreport)
-    Conditions(estimate_error, restart_cost, lies).check()
+    lies = parse_lies(misreport)
+    Conditions(estimate_error, restart_cost).check()
     if is_generated(trace):
         if trace_format_name is not None:
             raise ThemisError("a generated workload has no file format", field="--format")
@@ -407,23 +420,6 @@ def make_config(
         restart_cost_s=restart_cost,
         misreport=lies,
     )
-
-
-def parse_misreport(items: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
-    """``--misreport APP=FACTOR`` values, each app once."""
-    out: dict[str, float] = {}
-    for item in items:
-        app_id, sep, text = item.partition("=")
-        if not sep or not app_id.strip():
-            raise ThemisError(f"'{item}' is not APP=FACTOR (e.g. app3=2)", field="--misreport")
-        try:
-            factor = float(text)
-        except ValueError:
-            raise ThemisError(f"'{text}' is not a number", field="--misreport") from None
-        if app_id.strip() in out:
-            raise ThemisError(f"app '{app_id.strip()}' listed twice", field="--misreport")
-        out[app_id.strip()] = factor
-    return tuple(out.items())
 
 
 #: ``-j/--workers``: how many simulations run at once (``compare``, ``experiment``).
@@ -481,11 +477,9 @@ def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
             throughputs=config.throughputs,
         )
     workload = config.variants.apply(workload, cluster, config.seed)
+    machine = max(len(gpus) for gpus in cluster.machine_gpus.values())
+    workload = apply_lies(workload, config.misreport, machine).workload
     check_fits(workload, cluster)
-    known = {a.app_id for a in workload.apps}
-    for app_id, _ in config.misreport:
-        if app_id not in known:
-            raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
     return workload, cluster
 
 
