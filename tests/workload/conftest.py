@@ -67,6 +67,7 @@ def workload_key(workload) -> list[tuple]:
             app.app_id,
             app.arrival,
             app.model,
+            app.owner,
             workload.profiles[app.model],
             [(j.job_id, j.gang, j.work) for j in app.jobs],
         )

@@ -54,3 +54,29 @@ def test_converted_file_keeps_arrival_mode_and_models(themis, tmp_path) -> None:
     original = load_workload(str(SAMPLE_FILES["hyperdrive"]), seed=9, app_interval=1234)
     assert [a.model for a in w.apps] == [a.model for a in original.apps]
     assert "interval" in out.read_text()  # provenance kept in the file's notes
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_owners_are_written_and_read_back(tmp_path, suffix: str) -> None:
+    """``owner`` (fairness/shares.py) survives a write and a read; apps without one stay
+    their own owners, and a bad owner is an error naming the field."""
+    import dataclasses
+
+    from themis.errors import ThemisError
+    from themis.workload.writer import write_workload
+
+    original = load_workload(str(SAMPLE_FILES["hyperdrive"]), seed=3)
+    apps = list(original.apps)
+    apps[0] = dataclasses.replace(apps[0], owner="team-a")
+    owned = dataclasses.replace(original, apps=tuple(apps))
+    path = tmp_path / f"owned{suffix}"
+    with path.open("w") as out:
+        write_workload(owned, out, suffix.lstrip("."))
+    back = load_workload(str(path))
+    assert [a.owner for a in back.apps[:2]] == ["team-a", None]
+    assert [a.tenant for a in back.apps[:2]] == ["team-a", back.apps[1].app_id]
+    bad = tmp_path / "bad.json"
+    bad.write_text(path.read_text().replace('"owner": "team-a"', '"owner": ""', 1))
+    if suffix == ".json":
+        with pytest.raises(ThemisError, match=r"apps\[0\]\.owner"):
+            load_workload(str(bad))

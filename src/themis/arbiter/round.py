@@ -169,7 +169,6 @@ class Arbiter:
         # been waiting with nothing (its bid's "nothing" is still what it keeps). An app
         # that cannot run on what it holds reports its starving rho (finite, grows with
         # its wait) instead of one constant shared by every starving app.
-        active = len(view.apps)
         kept: dict[str, list[int]] = {}
         wanting = []
         for a in _in_order(view, hungry, ending):
@@ -185,7 +184,11 @@ class Arbiter:
         starving: set[str] = set()
         for a in wanting:
             rhos[a.app_id], cannot_run = agents[a.app_id].standing(
-                now, n_avg[a.app_id], a.held(), active, remaining[a.app_id]
+                now,
+                n_avg[a.app_id],
+                a.held(),
+                view.slices(a),  # 1 / this: the slice a starving rho assumes
+                remaining[a.app_id],
             )
             if cannot_run:
                 starving.add(a.app_id)
@@ -225,7 +228,7 @@ class Arbiter:
                     rotated,
                     renewable.get(app.app_id, ()),
                     remaining[app.app_id],
-                    active_apps=active,
+                    active_apps=view.slices(app),
                     offer_index=(index, start),
                 )
             )

@@ -232,12 +232,15 @@ def resize_gangs(
 
 def split_app(app: AppSpec, parts: int) -> list[AppSpec]:
     """``app`` as ``parts`` apps (at most one per trial) arriving together, trials dealt
-    round-robin in submission order."""
+    round-robin in submission order. The parts keep the app's owner (or have the app as
+    their owner): a tenant that splits is still one tenant (``fairness/shares.py``)."""
     parts = min(parts, len(app.jobs))
     if parts <= 1:
         return [app]
     return [
-        replace(app, app_id=f"{app.app_id}{PART_MARK}{k + 1}", jobs=app.jobs[k::parts])
+        replace(
+            app, app_id=f"{app.app_id}{PART_MARK}{k + 1}", jobs=app.jobs[k::parts], owner=app.tenant
+        )
         for k in range(parts)
     ]
 

@@ -64,13 +64,21 @@ class LossCurve:
 @dataclass(frozen=True)
 class AppSpec:
     """An app: one model, a set of jobs, an arrival time in seconds, and optionally the
-    successive-halving search its app scheduler runs online."""
+    successive-halving search its app scheduler runs online and its owner (a tenant or
+    user: owners share the cluster equally, an owner's apps share its slice;
+    ``fairness/shares.py``)."""
 
     app_id: str
     arrival: float
     model: str
     jobs: tuple[JobSpec, ...]
     search: Search | None = None
+    owner: str | None = None
+
+    @property
+    def tenant(self) -> str:
+        """Whose slice of the cluster this app shares: its owner, or itself."""
+        return self.app_id if self.owner is None else self.owner
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,15 @@ class SchedulingView:
     #: ``apps`` and each app's jobs in submission order, when the mechanism keeps a book
     #: of grant ends (the simulator does); None: derive them from ``apps``.
     ending_grants: Sequence[JobState] | None = None
+    #: How many equal slices the cluster is cut into for an app now: the active owners
+    #: times its owner's active apps (``fairness/shares.py``). None: every active app is
+    #: its own owner, so the number of active apps.
+    share_count: Callable[[AppState], int] | None = None
     _busy: set[int] | None = field(default=None, init=False, repr=False)
+
+    def slices(self, app: AppState) -> int:
+        """The number of equal slices ``app``'s fair share is one of, now."""
+        return len(self.apps) if self.share_count is None else self.share_count(app)
 
     def free_gpus(self) -> list[int]:
         """GPUs no running job holds (in the cluster's order)."""

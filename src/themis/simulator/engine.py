@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from themis.errors import ThemisError
-from themis.fairness.ftf import ActiveApps, t_cluster
+from themis.fairness.ftf import t_cluster
+from themis.fairness.shares import FairShares
 from themis.model.cluster import Cluster
 from themis.model.gpu_types import with_type_times
 from themis.model.knowledge import check_estimate_error, declared
@@ -81,21 +82,21 @@ class Conditions:
 
 
 class _NAvg:
-    """The time-averaged number of active apps of an app, now: what a view's ``n_avg``
-    reads (a small object rather than the simulator, which holds the truth)."""
+    """Each app's time-averaged share count (``FairShares.n_eff``: active apps, or owners
+    times the owner's apps), now: what a view's ``n_avg`` reads (a small object rather
+    than the simulator, which holds the truth)."""
 
-    __slots__ = ("activity", "admitted_at", "integral_at_arrival", "now")
+    __slots__ = ("shares", "now")
 
-    def __init__(self, activity: ActiveApps) -> None:
-        self.activity = activity
-        self.admitted_at: dict[str, float] = {}
-        self.integral_at_arrival: dict[str, float] = {}
+    def __init__(self, shares: FairShares) -> None:
+        self.shares = shares
         self.now = 0.0
 
     def __call__(self, app: AppState) -> float:
-        return self.activity.n_avg(
-            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], self.now
-        )
+        return self.shares.n_eff(app.app_id, self.now)
+
+    def share_count(self, app: AppState) -> int:
+        return self.shares.share_count(app.app_id)
 
 
 @dataclass(frozen=True)
@@ -150,13 +151,11 @@ class Simulator:
         self._true_profiles: dict[AppState, ModelProfile] = {}
         self.active: list[AppState] = []
         self.all_apps: list[AppState] = []
-        self.activity = ActiveApps()
-        self._n_avg = _NAvg(self.activity)
-        self.integral_at_arrival = self._n_avg.integral_at_arrival
-        # When each app entered the books: its arrival, or up to EPSILON later when its
-        # arrival was batched with a later event. N_avg is averaged from here, where its
-        # integral starts.
-        self.admitted_at = self._n_avg.admitted_at
+        # Who shares the cluster (owners, and each owner's apps). An app enters the books
+        # at its arrival, or up to EPSILON later when its arrival was batched with a later
+        # event: N_avg is averaged from there.
+        self.shares = FairShares()
+        self._n_avg = _NAvg(self.shares)
         # The truth, never handed to a policy: each job's true work, where its current
         # run stops (its end, or its next rung), the searches, the apps' true T_cluster.
         self._work: dict[JobState, float] = {}
@@ -249,9 +248,7 @@ class Simulator:
             job.updated_at = job.held_since = now
             if truth.work <= 0:
                 job.finish(spec.arrival)  # nothing to run (a trial that died at once)
-        self.activity.change(now, +1)
-        self.integral_at_arrival[app.app_id] = self.activity.integral(now)
-        self.admitted_at[app.app_id] = now
+        self.shares.arrive(now, app.app_id, spec.tenant)
         self._rank[app] = len(self.all_apps)
         app.changes = self._changed_apps
         self._changed_apps.add(app)
@@ -298,10 +295,8 @@ class Simulator:
             app.t_cluster = self._t_cluster[app]  # the truth, for the report
         app.finish = now if finish is None else finish
         self._changed_apps.add(app)
-        self.n_avg_lifetime[app.app_id] = self.activity.n_avg(
-            self.admitted_at[app.app_id], self.integral_at_arrival[app.app_id], now
-        )
-        self.activity.change(now, -1)
+        self.n_avg_lifetime[app.app_id] = self.shares.n_eff(app.app_id, now)
+        self.shares.leave(now, app.app_id)
         self.active.remove(app)
         self._finished += 1
         if self.on_app_finished is not None:
@@ -364,6 +359,7 @@ class Simulator:
             changed,
             self._rank,
             self._ending_grants(now + self.batch_window),
+            share_count=self._n_avg.share_count,
         )
         if self.policy.incremental:
             changes = self.policy.changes(view)

@@ -273,5 +273,5 @@ def _native_apps(
         tpi = profiles[model].time_per_iteration
         specs = tuple(JobSpec(j.job_id, j.gpus, j.work(tpi), j.line) for j in app.jobs)
         arrival = app.arrival if mode is ArrivalMode.TRACE else k * app_interval
-        apps.append(AppSpec(app.app_id, float(arrival), model, specs))
+        apps.append(AppSpec(app.app_id, float(arrival), model, specs, owner=app.owner))
     return apps, resolver

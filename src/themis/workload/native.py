@@ -75,6 +75,7 @@ class NativeApp:
     line: int
     index: int
     model_line: int
+    owner: str | None = None
 
 
 @dataclass
@@ -196,7 +197,7 @@ class _Reader:
     def _add_app(self, index: int, raw: Any, line: int, extra: Any) -> None:
         where = f"apps[{index}]"
         try:
-            app_id, arrival, model, jobs = check_app(raw)
+            app_id, arrival, model, jobs, owner = check_app(raw)
         except Problem as problem:
             lines = self._lines(extra, line)
             at = self._line_of(lines, problem.path, line)
@@ -221,7 +222,7 @@ class _Reader:
             self.job_ids[job_id] = job_line
             specs.append(NativeJob(job_id, gpus, iterations, duration, job_line))
         model_line = lines.get("model", line)
-        self.apps.append(NativeApp(app_id, arrival, model, specs, line, index, model_line))
+        self.apps.append(NativeApp(app_id, arrival, model, specs, line, index, model_line, owner))
 
     def _profiles(self) -> tuple[dict[str, ModelProfile], dict[str, dict[str, float]]]:
         raw = self.header.get("profiles", {})

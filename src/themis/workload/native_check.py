@@ -14,7 +14,7 @@ import math
 from datetime import date, datetime
 from typing import Any
 
-_APP_KEYS = ("id", "arrival", "model", "jobs")
+_APP_KEYS = ("id", "arrival", "model", "owner", "jobs")
 _JOB_KEYS = ("id", "gpus", "iterations", "duration")
 
 
@@ -93,8 +93,9 @@ def check_job(job: Any, path: str) -> tuple[str, int, float | None, float | None
     return job_id, gpus, None, _number(job["duration"], _join(path, "duration"), 0.0)
 
 
-def check_app(app: Any) -> tuple[str, float, str | None, list[tuple]]:
-    """(id, arrival, model or None, [job tuples]) of a valid app; :class:`Problem` otherwise."""
+def check_app(app: Any) -> tuple[str, float, str | None, list[tuple], str | None]:
+    """(id, arrival, model or None, [job tuples], owner or None) of a valid app;
+    :class:`Problem` otherwise."""
     _keys(app, "", _APP_KEYS, ("id", "arrival", "jobs"))
     app_id = _ident(app["id"], "id")
     arrival = _number(app["arrival"], "arrival", 0.0)
@@ -104,4 +105,6 @@ def check_app(app: Any) -> tuple[str, float, str | None, list[tuple]]:
     jobs = app["jobs"]
     if not isinstance(jobs, list) or not jobs:
         raise Problem("jobs", f"must be a non-empty list of jobs, got {_show(jobs)}")
-    return app_id, arrival, model, [check_job(job, f"jobs[{k}]") for k, job in enumerate(jobs)]
+    owner = _ident(app["owner"], "owner") if "owner" in app else None
+    checked = [check_job(job, f"jobs[{k}]") for k, job in enumerate(jobs)]
+    return app_id, arrival, model, checked, owner

@@ -106,7 +106,10 @@ def _write_json(workload: Workload, out: TextIO, notes: Mapping[str, Any]) -> No
     for k, app in enumerate(workload.apps):
         out.write(("," if k else "") + "\n    {")
         out.write(f'"id": {_json_value(app.app_id)}, "arrival": {_float(app.arrival)}, ')
-        out.write(f'"model": {_json_value(app.model)}, "jobs": [')
+        out.write(f'"model": {_json_value(app.model)}, ')
+        if app.owner is not None:
+            out.write(f'"owner": {_json_value(app.owner)}, ')
+        out.write('"jobs": [')
         for j, job in enumerate(app.jobs):
             out.write(("," if j else "") + "\n      ")
             out.write(
@@ -129,7 +132,10 @@ def _write_yaml(workload: Workload, out: TextIO, notes: Mapping[str, Any]) -> No
     out.write("apps:\n")
     for app in workload.apps:
         out.write(f"  - id: {_yaml_str(app.app_id)}\n    arrival: {_float(app.arrival)}\n")
-        out.write(f"    model: {_yaml_str(app.model)}\n    jobs:\n")
+        out.write(f"    model: {_yaml_str(app.model)}\n")
+        if app.owner is not None:
+            out.write(f"    owner: {_yaml_str(app.owner)}\n")
+        out.write("    jobs:\n")
         for job in app.jobs:
             out.write(
                 f"      - {{id: {_yaml_str(job.job_id)}, gpus: {job.gang}, "
