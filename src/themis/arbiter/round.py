@@ -34,12 +34,16 @@ from themis.arbiter.reservation import (
 )
 from themis.auction.bids import Bid
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
+from themis.fairness.ftf import verified_rho
 from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import Assignment, Changes, Schedule, SchedulingView
 
 LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
+#: Experimental: rank apps by the rho of the work they have done (``verified_rho``), not
+#: by the rho their declared remaining work gives (issue 19).
+RANK_VERIFIED = os.environ.get("THEMIS_RANKING", "") == "verified"
 
 
 def offered_count(wanting: int, fairness_knob: float) -> int:
@@ -194,7 +198,17 @@ class Arbiter:
                 starving.add(a.app_id)
         # 2. Offer, worst first: apps that cannot run at all before the others, as with an
         # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
-        wanting.sort(key=lambda a: (a.app_id not in starving, -rhos[a.app_id], a.arrival, a.app_id))
+        if RANK_VERIFIED:
+            shape = self.cluster.shape
+            rank = {
+                a.app_id: verified_rho(
+                    now, a.arrival, a.profile, a.done_by_gang(now), shape, n_avg[a.app_id]
+                )
+                for a in wanting
+            }
+        else:
+            rank = rhos
+        wanting.sort(key=lambda a: (a.app_id not in starving, -rank[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
         # Jobs running after this round, as far as the app scheduler and the leftover step
         # (which only place jobs of apps in ``wanting``) need to know.

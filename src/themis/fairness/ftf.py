@@ -211,6 +211,25 @@ def starving_rho(
     return rho(now, arrival, work.time_on_share(share, cluster), t_cluster_s, n_avg)
 
 
+def verified_rho(
+    now: float,
+    arrival: float,
+    profile: ModelProfile,
+    done_by_gang: dict[int, GangWork],
+    cluster: SetShape,
+    n_avg: float,
+) -> float:
+    """rho of the work done so far: the time since arrival over the fair time of the
+    iterations the app has made (alone on the cluster, times N), as Gavel's
+    finish-time-fairness program counts it. Only what the arbiter observes goes in (its
+    progress and its model's speed), never what the app declares, so a lie about its
+    work cannot move it. RHO_MAX for an app that has made nothing yet."""
+    fair = t_cluster(profile, done_by_gang, cluster) * n_avg
+    if fair <= 0:
+        return RHO_MAX
+    return min((now - arrival) / fair, RHO_MAX)
+
+
 def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float) -> float:
     """The report's rho, from real finish times (1 for an app with no work at all)."""
     if t_cluster_s <= 0:

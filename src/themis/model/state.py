@@ -42,6 +42,7 @@ class JobState:
         "best_placed",
         "index",
         "listed",
+        "observed",
     )
 
     def __init__(self, spec: JobSpec, app: AppState, index: int = 0) -> None:
@@ -60,6 +61,9 @@ class JobState:
         self.finished_at: float | None = None
         self.attained = 0.0  # GPU-seconds held
         self.best_placed = 0.0  # GPU-seconds held at the best span for its gang
+        #: Iterations it had made when it finished, as observed (``done`` then becomes the
+        #: declared work): what the arbiter can verify.
+        self.observed: float | None = None
 
     @property
     def job_id(self) -> str:
@@ -107,6 +111,7 @@ class JobState:
         self.app.job_changed(self)
 
     def finish(self, now: float) -> None:
+        self.observed = self.done
         self.done = self.spec.work
         self.finished_at = now
         self.app.job_changed(self)
@@ -171,6 +176,9 @@ class AppState:
         #: A set this app adds itself to whenever its version changes (the simulator's
         #: books of the apps that changed since the last round), or None.
         self.changes: set[AppState] | None = None
+        # done_by_gang's progress of the jobs not running, for one version
+        self._done_version = -1
+        self._done_stopped: dict[int, list[float]] = {}
 
     def touch(self) -> None:
         """Mark every cache stale (after changing jobs other than by start/stop/finish)."""
@@ -304,6 +312,27 @@ class AppState:
             self._refresh()
         return self._held
 
+    def done_by_gang(self, t: float) -> dict[int, GangWork]:
+        """Iterations its jobs have made by ``t``, as observed (finished ones: what they
+        had made when they ended), grouped by gang size: what the arbiter can verify,
+        whatever the app declared."""
+        if self._cached_version != self.version:
+            self._refresh()
+        if self._done_version != self.version:
+            acc: dict[int, list[float]] = {}
+            for job in self.jobs:
+                if job.gpus:
+                    continue
+                made = job.done if job.observed is None else job.observed
+                _add(acc, job.spec.gang, made)
+            self._done_stopped = acc
+            self._done_version = self.version
+        acc = {g: list(v) for g, v in self._done_stopped.items()}
+        for job in self._running:
+            made = job.done + job.rate * max(0.0, t - job.updated_at)
+            _add(acc, job.spec.gang, made)
+        return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items() if v[0] > 0.0}
+
     def remaining_by_gang(self, t: float) -> dict[int, GangWork]:
         """Live jobs' remaining iterations at time ``t``, grouped by gang size."""
         if self._cached_version != self.version:
@@ -324,3 +353,15 @@ class AppState:
                     entry[1] = rem
                 entry[2] += 1
         return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items()}
+
+
+def _add(acc: dict[int, list[float]], gang: int, made: float) -> None:
+    """Count ``made`` iterations of one job of ``gang`` GPUs into [total, most, jobs]."""
+    entry = acc.get(gang)
+    if entry is None:
+        acc[gang] = [made, made, 1]
+    else:
+        entry[0] += made
+        if made > entry[1]:
+            entry[1] = made
+        entry[2] += 1
