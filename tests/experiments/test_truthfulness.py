@@ -80,3 +80,23 @@ def test_misreporting_an_unknown_app_is_a_user_error() -> None:
         )
     with pytest.raises(ThemisError, match="misreport"):
         Conditions(misreport=(("A", 0.0),)).check()
+
+
+def measure_ranked(w: Workload, liar: str, ranking: str) -> dict[float, lies.LieOutcome]:
+    options = PolicyOptions(lease=100.0, ranking=ranking)
+    base = [RunRequest("themis", "themis", w, "1x1x2", options)]
+    records = run_many(lies.requests(base, liar, FACTORS), workers=1)
+    rows = lies.outcomes({r.label: r for r in records}, ["themis"], liar, FACTORS)
+    return {o.factor: o for o in rows}
+
+
+@pytest.mark.parametrize("liar", ["A", "B", "C"])
+def test_no_lie_about_work_pays_when_themis_ranks_by_verified_progress(liar: str) -> None:
+    """The staggered case where declared ranking pays B (+25% for twice its work, +12.5%
+    for half) and C (+8.3% for half): ranked by the rho of the work each app has done,
+    which no declaration moves, neither lie pays any of the three."""
+    declared = measure_ranked(STAGGERED, liar, "declared")
+    verified = measure_ranked(STAGGERED, liar, "verified")
+    assert all(o.gain <= 1e-9 for o in verified.values())
+    if liar != "A":
+        assert max(o.gain for o in declared.values()) > 0.05  # the control: it did pay

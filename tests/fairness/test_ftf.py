@@ -144,3 +144,17 @@ def test_active_apps_n_avg_is_time_weighted() -> None:
     acts.change(40.0, -1)
     with pytest.raises(AssertionError):
         acts.change(41.0, -1)
+
+
+def test_verified_rho_is_elapsed_over_the_fair_time_of_the_work_done() -> None:
+    """Two 1-GPU jobs that made 100 iterations each (1 s per iteration) by t = 400 on a
+    4-GPU machine: alone the app would have done that in 100 s (its 2 GPUs), times N = 2:
+    200 s of fair time for 400 s elapsed, rho 2. Nothing done: RHO_MAX."""
+    from themis.fairness.ftf import RHO_MAX, verified_rho
+    from themis.model.cluster import SetShape
+
+    profile = ModelProfile("toy", 1.0, 0.5, 0.25)
+    shape = SetShape(4, 4, 4)
+    done = {1: GangWork(200.0, 100.0, 2)}
+    assert verified_rho(400.0, 0.0, profile, done, shape, 2.0) == 2.0
+    assert verified_rho(400.0, 0.0, profile, {}, shape, 2.0) == RHO_MAX

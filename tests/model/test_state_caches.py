@@ -73,3 +73,23 @@ def test_idle_order_is_longest_remaining_first_then_submission_order() -> None:
     assert [j.job_id for j in app.idle_jobs()] == ["j3", "j0", "j1", "j2"]
     work = app.remaining_by_gang(30.0)[1]
     assert (work.total, work.longest, work.jobs) == (230.0, 80.0, 4)
+
+
+def test_done_by_gang_counts_observed_progress_not_declarations() -> None:
+    """A trial declared at 100 iterations that ran 150 before it ended counts 150 (what
+    the arbiter saw); a running 2-GPU trial counts what it made by the time asked."""
+    from themis.fairness.ftf import GangWork
+    from themis.model.profiles import ModelProfile
+    from themis.model.state import AppState
+    from themis.model.workload import AppSpec, JobSpec
+
+    spec = AppSpec("a", 0.0, "toy", (JobSpec("j0", 1, 100.0), JobSpec("j1", 2, 500.0)))
+    app = AppState(spec, ModelProfile("toy", 1.0, 1.0, 1.0), 1.0)
+    short, long = app.jobs
+    short.start((0,), 1.0, 0.0)
+    long.start((1, 2), 2.0, 0.0)
+    short.stop(150.0, True)
+    short.finish(150.0)
+    assert short.done == 100.0 and short.observed == 150.0
+    assert app.done_by_gang(200.0) == {1: GangWork(150.0, 150.0, 1), 2: GangWork(400.0, 400.0, 1)}
+    assert app.done_by_gang(0.0) == {1: GangWork(150.0, 150.0, 1)}  # nothing made yet: left out

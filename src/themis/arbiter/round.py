@@ -38,12 +38,9 @@ from themis.fairness.ftf import verified_rho
 from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies.base import Assignment, Changes, Schedule, SchedulingView
+from themis.policies.base import RANKINGS, Assignment, Changes, Schedule, SchedulingView
 
 LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
-#: Experimental: rank apps by the rho of the work they have done (``verified_rho``), not
-#: by the rho their declared remaining work gives (issue 19).
-RANK_VERIFIED = os.environ.get("THEMIS_RANKING", "") == "verified"
 
 
 def offered_count(wanting: int, fairness_knob: float) -> int:
@@ -82,6 +79,7 @@ class Arbiter:
         max_menu: int = 32,
         reservation_bound: float | None = None,
         lease_align: float = 0.0,
+        ranking: str = "declared",
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
@@ -91,6 +89,8 @@ class Arbiter:
             raise ValueError("the reservation bound must be >= 0 seconds (0: no reservations)")
         if lease_align < 0:
             raise ValueError("the lease alignment must be >= 0 seconds (0: not aligned)")
+        if ranking not in RANKINGS:
+            raise ValueError(f"the ranking must be one of {', '.join(RANKINGS)}")
         self.cluster = cluster
         self.fairness_knob = fairness_knob
         self.lease = lease
@@ -100,6 +100,7 @@ class Arbiter:
         #: lease on its target ends; 0: reservations off).
         self.reservation_bound = lease if reservation_bound is None else reservation_bound
         self.lease_align = lease_align
+        self.ranking = ranking
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         rank = cluster.topology_rank
@@ -198,7 +199,7 @@ class Arbiter:
                 starving.add(a.app_id)
         # 2. Offer, worst first: apps that cannot run at all before the others, as with an
         # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
-        if RANK_VERIFIED:
+        if self.ranking == "verified":
             shape = self.cluster.shape
             rank = {
                 a.app_id: verified_rho(

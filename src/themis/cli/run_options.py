@@ -26,6 +26,7 @@ from themis.model.cluster import Cluster
 from themis.model.lies import Lie, apply_lies, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
+from themis.policies.base import RANKINGS
 from themis.simulator.engine import Conditions, check_fits
 from themis.units import gpu_hours_text
 from themis.workload import (
@@ -63,6 +64,8 @@ class RunConfig:
     reservation_bound_s: float | None = None
     #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
     lease_align_s: float = 0.0
+    #: Themis: how the arbiter ranks apps ("verified" or "declared").
+    ranking: str = PolicyOptions.ranking
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
     #: Lying apps (``--misreport``, ``model/lies.py``).
@@ -75,6 +78,7 @@ class RunConfig:
             seed=self.seed,
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
+            ranking=self.ranking,
         )
 
     def conditions(self) -> Conditions:
@@ -113,6 +117,7 @@ class RunConfig:
             self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
         )
         out["lease_align_s"] = self.lease_align_s
+        out["ranking"] = self.ranking
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
@@ -222,6 +227,14 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             metavar="SECONDS",
             help="Themis: end leases on multiples of this many seconds (0: not aligned).",
+        ),
+        click.option(
+            "--ranking",
+            type=click.Choice(RANKINGS),
+            default=PolicyOptions.ranking,
+            show_default=True,
+            help="Themis: rank apps by the rho of the work they have done (verified: "
+            "observed progress only) or by the rho of their declared remaining work.",
         ),
         click.option(
             "--seed",
@@ -336,6 +349,7 @@ def make_config(
     throughputs: str | None = None,
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
+    ranking: str = PolicyOptions.ranking,
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
     misreport: tuple[str, ...] = (),
@@ -394,6 +408,7 @@ def make_config(
             variants,
             reservation_bound_s=reservation_bound,
             lease_align_s=lease_align,
+            ranking=ranking,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
@@ -416,6 +431,7 @@ def make_config(
         throughputs,
         reservation_bound_s=reservation_bound,
         lease_align_s=lease_align,
+        ranking=ranking,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,

@@ -133,6 +133,12 @@ class SchedulingView:
         return [j for app in self.apps for j in app.jobs if j.gpus]
 
 
+#: How Themis's arbiter ranks apps for the offer, the leftover and reservations: by the
+#: rho of the work they have done (``verified_rho``: observed progress only, so no
+#: declaration moves it) or by the rho their declared remaining work gives (the paper's).
+RANKINGS = ("verified", "declared")
+
+
 @dataclass(frozen=True)
 class PolicyOptions:
     """Knobs shared by policies; each uses the ones it needs.
@@ -150,6 +156,9 @@ class PolicyOptions:
     reservation_bound: float | None = None
     #: Themis: align lease ends to multiples of this many seconds (0: not aligned).
     lease_align: float = 0.0
+    #: Themis: rank apps by the rho of the work they have done ("verified") or by the
+    #: rho their declared remaining work gives ("declared"). See docs/knowledge.md.
+    ranking: str = "declared"
 
 
 class Policy(ABC):

@@ -42,6 +42,7 @@ class ThemisPolicy(Policy):
                 self.options.max_menu,
                 self.options.reservation_bound,
                 self.options.lease_align,
+                self.options.ranking,
             )
         return self._arbiter
 
