@@ -79,7 +79,7 @@ class Arbiter:
         max_menu: int = 32,
         reservation_bound: float | None = None,
         lease_align: float = 0.0,
-        ranking: str = "declared",
+        ranking: str = "verified",
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")

@@ -158,7 +158,7 @@ class PolicyOptions:
     lease_align: float = 0.0
     #: Themis: rank apps by the rho of the work they have done ("verified") or by the
     #: rho their declared remaining work gives ("declared"). See docs/knowledge.md.
-    ranking: str = "declared"
+    ranking: str = "verified"
 
 
 class Policy(ABC):
