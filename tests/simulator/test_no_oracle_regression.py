@@ -32,8 +32,11 @@ RECORDED = {
     "tiresias": (314, "6f13cae0063c7c33", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
     "gandiva": (310, "acef44aa027d2a62", 139112.0),
-    # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged
-    "gavel": (468, "77b9c0002d427b90", 138632.0),
+    # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged;
+    # gavel-mmf is that policy renamed (gavel's max-min program), bit for bit
+    "gavel-mmf": (468, "77b9c0002d427b90", 138632.0),
+    # gavel with Gavel's fixed finish-time-fairness denominator (issue 18)
+    "gavel": (467, "354a545834c50c9d", 138272.0),
 }
 
 
