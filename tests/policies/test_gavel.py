@@ -484,6 +484,8 @@ def test_registered_under_its_name() -> None:
     assert (policy.program, policy.resolve) == ("ftf", "simulator")
     mmf = make_policy("gavel-mmf")
     assert isinstance(mmf, GavelPolicy) and mmf.program == "mmf"
+    cluster = make_policy("gavel", PolicyOptions(gavel_resolve="cluster"))
+    assert isinstance(cluster, GavelPolicy) and cluster.resolve == "cluster"
 
 
 # -- the incremental round -------------------------------------------------------------------

@@ -62,6 +62,8 @@ class RunConfig:
     reservation_bound_s: float | None = None
     #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
     lease_align_s: float = 0.0
+    #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
+    gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
     misreport: tuple[tuple[str, float], ...] = ()
@@ -73,6 +75,7 @@ class RunConfig:
             seed=self.seed,
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
+            gavel_resolve=self.gavel_resolve,
         )
 
     def conditions(self) -> Conditions:
@@ -104,6 +107,8 @@ class RunConfig:
             self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
         )
         out["lease_align_s"] = self.lease_align_s
+        if self.gavel_resolve != "simulator":
+            out["gavel_resolve"] = self.gavel_resolve
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
@@ -215,6 +220,15 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Themis: end leases on multiples of this many seconds (0: not aligned).",
         ),
         click.option(
+            "--gavel-resolve",
+            type=click.Choice(["simulator", "cluster"]),
+            default="simulator",
+            show_default=True,
+            help="gavel, gavel-mmf: re-solve the allocation as Gavel's simulator does (with "
+            "the time counters' reset, at most every 1920 s) or as its cluster scheduler "
+            "does (at the first round after every arrival or completion).",
+        ),
+        click.option(
             "--seed",
             type=int,
             default=defaults.SEED,
@@ -323,6 +337,7 @@ def make_config(
     throughputs: str | None = None,
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
+    gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
     misreport: tuple[str, ...] = (),
@@ -381,6 +396,7 @@ def make_config(
             variants,
             reservation_bound_s=reservation_bound,
             lease_align_s=lease_align,
+            gavel_resolve=gavel_resolve,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
@@ -403,6 +419,7 @@ def make_config(
         throughputs,
         reservation_bound_s=reservation_bound,
         lease_align_s=lease_align,
+        gavel_resolve=gavel_resolve,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,

@@ -142,6 +142,10 @@ class PolicyOptions:
     reservation_bound: float | None = None
     #: Themis: align lease ends to multiples of this many seconds (0: not aligned).
     lease_align: float = 0.0
+    #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
+    #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
+    #: every arrival and completion). See docs/policies/gavel.md.
+    gavel_resolve: str = "simulator"
 
 
 class Policy(ABC):

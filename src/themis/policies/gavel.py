@@ -98,9 +98,11 @@ class GavelPolicy(Policy):
         self,
         options: PolicyOptions,
         round_length: float = ROUND_SECONDS,
-        resolve: str = "simulator",
+        resolve: str | None = None,
     ) -> None:
         super().__init__(options)
+        if resolve is None:
+            resolve = options.gavel_resolve
         if resolve not in RESOLVE_MODES:
             raise ValueError(f"resolve must be one of {RESOLVE_MODES}, got {resolve!r}")
         self.round_length = round_length
