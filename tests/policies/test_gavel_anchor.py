@@ -43,7 +43,9 @@ WORKLOADS = {
 #: our policy -> Gavel's policy it follows
 POLICIES = {"gavel": "finish_time_fairness", "gavel-mmf": "max_min_fairness"}
 
-_JOB_LINE = re.compile(r"^Job (\d+): ([0-9.]+)$")
+#: ``Job <id>: <seconds>``, optionally ``  # [Job failed] ...`` (tests/fixtures/gavel/
+#: extract_jct.py: a job Gavel gave up on after its last steps, within seconds of its end)
+_JOB_LINE = re.compile(r"^Job (\d+): ([0-9.]+)(  # \[Job failed\].*)?$")
 
 
 def gavel_jct(name: str, policy: str) -> list[float]:
