@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import (
     describe,
@@ -24,7 +25,7 @@ from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
 
 
-@click.group(short_help="Run a predefined experiment (the paper's evaluation).")
+@click.group(cls=HelpGroup, short_help="Run a predefined experiment (the paper's evaluation).")
 def experiment() -> None:
     """Predefined experiments: many simulations, one report."""
 

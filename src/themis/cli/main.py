@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import click
 
 from themis import __version__
+from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 
 #: Exit code of every user error (ThemisError or a usage error).
@@ -54,7 +55,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(HelpGroup):
     """A click group whose subcommands are imported on first use (``LAZY_COMMANDS``).
 
     Commands added with ``add_command`` (tests do) take precedence over the table.
@@ -117,6 +118,12 @@ def _error(message: str) -> int:
     return EXIT_USER_ERROR
 
 
+def _is_no_args_help(exc: click.exceptions.UsageError) -> bool:
+    """Whether ``exc`` is click's "no arguments: here is the help" (click >= 8.2 only)."""
+    kind = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    return kind is not None and isinstance(exc, kind)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -125,6 +132,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     except ThemisError as exc:
         return _error(exc.format())
     except click.exceptions.UsageError as exc:
+        if _is_no_args_help(exc):  # a command with no_args_is_help=True, click >= 8.2
+            click.echo(exc.format_message())
+            return 0
         message = exc.format_message()
         if exc.ctx is not None:
             message += f" (see '{exc.ctx.command_path} --help')"

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
@@ -473,7 +474,7 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
         time.sleep(0.5)
 
 
-@click.group(short_help="Rotate the operator's API tokens.")
+@click.group(cls=HelpGroup, short_help="Rotate the operator's API tokens.")
 def token() -> None:
     """The operator's API tokens (admin, submit)."""
 

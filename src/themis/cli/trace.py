@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.cli.run_options import arrivals_option, trace_options
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
@@ -126,7 +127,7 @@ def _provenance(workload: Workload) -> dict[str, Any]:
     return {k: v for k, v in workload.notes.items() if k != "gpu_types"}
 
 
-@click.group(short_help="Generate, inspect and convert workload traces.")
+@click.group(cls=HelpGroup, short_help="Generate, inspect and convert workload traces.")
 def trace() -> None:
     """Workload traces: generate synthetic ones, inspect any format, convert to themis's
     own format. Formats and their mapping to apps and jobs: docs/traces.md."""
