@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 import click
 
@@ -124,9 +126,34 @@ def _is_no_args_help(exc: click.exceptions.UsageError) -> bool:
     return kind is not None and isinstance(exc, kind)
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings meant for users (a plugin skipped) as one line; others as Python shows them."""
+    from themis.policies.registry import PluginWarning
+
+    if issubclass(category, PluginWarning):
+        click.echo(f"{PROG}: warning: {one_line(str(message))}", err=True)
+    else:
+        _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(list(sys.argv[1:] if argv is None else argv))
+
+
+def _run(args: list[str]) -> int:
     try:
         code = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except ThemisError as exc:

@@ -454,10 +454,14 @@ def parse_policies(text: str | None, flag: str) -> list[str]:
 
 
 def check_policies(names: list[str], flag: str) -> None:
+    """Every name registered; else the first unknown one's error, with the closest names
+    (or, for a plugin that failed to load, why)."""
+    from themis.policies.registry import unknown_policy
+
     known = policy_names()
     for name in names:
         if name not in known:
-            raise ThemisError(f"unknown policy '{name}' (known: {', '.join(known)})", field=flag)
+            raise unknown_policy(name, flag)
 
 
 def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
