@@ -3,15 +3,19 @@
 ``main`` runs the group in click's non-standalone mode so that every user error, whether
 raised by themis (:class:`ThemisError`) or by click (a bad flag, a missing argument),
 ends the same way: one line ``themis: error: <message>`` on stderr and exit code 2, with
-no traceback. Ctrl-C exits with 130. Any other exception is a bug and shows its traceback.
+no traceback. Ctrl-C exits with 130, SIGTERM with 143 after the same clean-up (worker
+processes stopped). Any other exception is a bug and shows its traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TextIO
 
 import click
@@ -24,6 +28,8 @@ from themis.errors import ThemisError
 EXIT_USER_ERROR = 2
 #: Exit code after Ctrl-C, as shells report SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
+#: Exit code after SIGTERM (128 + 15).
+EXIT_TERMINATED = 143
 
 PROG = "themis"
 
@@ -146,11 +152,38 @@ def _show_warning(
 _PYTHON_SHOW_WARNING = warnings.showwarning
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds as after Ctrl-C: worker
+    processes stopped (``experiments.runner``), files closed, exit code 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the CLI runs (main thread only: Python
+    delivers signals there); the previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _sigterm_unwinds():
         warnings.showwarning = _show_warning
-        return _run(list(sys.argv[1:] if argv is None else argv))
+        try:
+            return _run(list(sys.argv[1:] if argv is None else argv))
+        except Terminated:  # raised after _run's handlers, e.g. while an error is shown
+            click.echo(f"{PROG}: terminated", err=True)
+            return EXIT_TERMINATED
 
 
 def _run(args: list[str]) -> int:
@@ -168,7 +201,11 @@ def _run(args: list[str]) -> int:
         return _error(message)
     except click.ClickException as exc:
         return _error(exc.format_message())
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        # click turns KeyboardInterrupt (Terminated included) into Abort, from it.
+        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
+            click.echo(f"{PROG}: terminated", err=True)
+            return EXIT_TERMINATED
         click.echo(f"{PROG}: interrupted", err=True)
         return EXIT_INTERRUPTED
     # A command returns None; --help and --version return their exit code (0).
