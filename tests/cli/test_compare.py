@@ -53,7 +53,12 @@ def test_policies_option_picks_and_orders(cli, tiny_trace: Path, tmp_path: Path)
     assert result.code == 0, result.err
     data = json.loads((out / "comparison.json").read_text())
     assert [run["policy"] for run in data["runs"]] == ["max-min", "fifo"]
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.json", "fifo", "max-min"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.json",
+        "fifo",
+        "max-min",
+        "themis-run.json",
+    ]
 
 
 def test_default_output_dir_is_out_compare(
@@ -113,7 +118,13 @@ def test_seeds_run_every_policy_per_seed_and_aggregate(
         "--seeds", "0,2,5", "--out", out, "--report", report, "-j", "1",
     )  # fmt: skip
     assert result.code == 0, result.err
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.json", "seed0", "seed2", "seed5"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.json",
+        "seed0",
+        "seed2",
+        "seed5",
+        "themis-run.json",
+    ]
     data = json.loads((out / "comparison.json").read_text())
     assert data["config"]["seeds"] == [0, 2, 5] and "seed" not in data["config"]
     runs = data["runs"]

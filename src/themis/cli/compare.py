@@ -70,6 +70,7 @@ def compare(
     seed_list = parse_seeds(seeds, seed_on_command_line())
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
+    from themis.cli.out_dir import claim
     from themis.cli.runs import request, run  # after the option checks: errors stay quick
     from themis.reports.files import ensure_dir
 
@@ -88,7 +89,11 @@ def compare(
             ]
         lines.append(line)
         click.echo(line)
-    ensure_dir(out_dir)
+    settings = config.to_dict()
+    if seed_list is not None:
+        settings = {**{k: v for k, v in settings.items() if k != "seed"}, "seeds": seed_list}
+    runs = [q.out_dir.relative_to(out_dir).as_posix() for q in requests if q.out_dir]
+    claim(out_dir, "compare", settings, runs)
     if report is not None:
         ensure_dir(report)
     records = run(requests, workers, quiet, "policies" if seed_list is None else "runs")

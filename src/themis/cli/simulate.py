@@ -38,12 +38,12 @@ def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None
     config = make_config(**options)
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
+    from themis.cli.out_dir import claim
     from themis.cli.runs import print_table, request, run  # after the checks: errors stay quick
-    from themis.reports.files import ensure_dir
     from themis.reports.tables import comparison_table
 
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
-    ensure_dir(out_dir)
+    claim(out_dir, "simulate", {"policy": policy, **config.to_dict()}, ["."])
     click.echo(describe(workload, cluster, config))
     [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run")
     print_table(comparison_table([record.summary]))
