@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import themis
 from themis.policies import policy_names
 from themis.workload import load_workload
 
@@ -103,7 +104,11 @@ def test_report_writes_one_self_contained_html(cli, tiny_trace: Path, tmp_path: 
     text = (report / "report.html").read_text()
     assert text.count("<figure") == text.count("<svg") == 4
     assert "<th>themis</th><th>fifo</th>" in text
-    assert "<td>cluster</td><td>1x1x4</td>" in text  # the configuration, as a table
+    assert "<td>--cluster</td><td>1x1x4</td>" in text  # the configuration, as typed
+    assert "<td>--lease</td><td>600</td>" in text and "False" not in text
+    # What wrote it: version, the command line as typed, the date.
+    assert f"written by themis {themis.__version__} · themis compare --trace {tiny_trace} " in text
+    assert " UTC</p>" in text
     assert "themis: the 3 worst apps" in text
     assert f"wrote {report / 'report.html'}" in result.out
 

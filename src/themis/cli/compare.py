@@ -176,7 +176,8 @@ def _report(
         for q, r in zip(requests, records, strict=True):
             groups.setdefault(q.policy, []).append((int(q.params["seed"]), r))
         main = seeds_section(groups, "Comparison")
+    from themis.cli.main import command_line
+
     setup = Section("Configuration", "", [config_table(settings, "")])
-    return write_report(
-        report, "Themis: policy comparison", lines, [setup, main, apps_section(groups)]
-    )
+    sections = [setup, main, apps_section(groups)]
+    return write_report(report, "Themis: policy comparison", lines, sections, command_line())

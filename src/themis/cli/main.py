@@ -186,7 +186,19 @@ def run(argv: Sequence[str] | None = None) -> int:
             return EXIT_TERMINATED
 
 
+#: The arguments of the command running (``run``'s), for reports to record.
+_running: list[str] = []
+
+
+def command_line() -> str:
+    """The running command as typed: ``themis compare --seeds 5 ...`` (quoted for a shell)."""
+    import shlex
+
+    return shlex.join([PROG, *_running])
+
+
 def _run(args: list[str]) -> int:
+    _running[:] = args
     try:
         code = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except ThemisError as exc:

@@ -5,7 +5,8 @@ Its four figures are the paper's way of looking at a comparison: the CDF of rho 
 headline: how far the worst-off apps are from fair), the CDF of completion time (what the
 fairness costs or buys in latency), GPUs in use over time (efficiency; one panel per
 policy), and each app's rho against its size (which apps a policy favours). With several
-seeds every seed's run is drawn. The per-app section lists each policy's worst apps.
+seeds the CDFs show the median over the seeds and their range, the scatter every seed's
+apps. The per-app section lists each policy's worst apps.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def comparison_figures(groups: Groups) -> list[Figure]:
     }
     first_seed, first = next(iter(groups.values()))[0]
     capacity = first.capacity
-    per_seed = " (one line per seed)" if several else ""
+    per_seed = " (with several seeds: the median over them, shaded: their range)" if several else ""
     return [
         Figure(
             to_svg(
