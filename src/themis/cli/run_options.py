@@ -504,8 +504,18 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when = "at trace times"
     if contention != 1.0:
         when += f" ({contention:g}x contention)"
+    variants = config.variants  # said in the line: the same trace, other gangs or models
+    changed = [
+        *(["--gang-mix"] if variants.gang_mix else []),
+        *(
+            [f"--model-share {variants.model_share[0]}={variants.model_share[1]:g}"]
+            if variants.model_share is not None
+            else []
+        ),
+    ]
+    source = workload.source + (f" with {' and '.join(changed)}" if changed else "")
     line = (
-        f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
+        f"{source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )
