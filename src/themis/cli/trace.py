@@ -7,6 +7,7 @@ Every command reads its FILE the way ``--trace`` does (any format, detected or g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -113,11 +114,13 @@ def _write(workload: Workload, output: str, notes: dict[str, Any]) -> None:
         raise ThemisError("is a directory, expected a file name", source=output)
     partial = target.with_name(target.name + ".partial")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # -o out/x.json in a fresh folder
         with partial.open("w", encoding="utf-8") as handle:
             write_workload(workload, handle, encoding, notes)
         os.replace(partial, target)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. no folder to remove it from
+            partial.unlink(missing_ok=True)
         raise ThemisError(f"cannot write: {exc.strerror}", source=output) from None
 
 
