@@ -223,3 +223,7 @@ def test_a_cdf_over_seeds_is_one_median_line_with_a_band() -> None:
     assert list(xs) == [1.0, 2.0, 3.0, 4.0] and list(ys) == [0.0, 0.5, 1.0, 1.0]
     assert themis_line.get_color() == POLICY_STYLES["themis"].colour
     assert themis_line.get_marker() == POLICY_STYLES["themis"].marker
+    # Eleven policies' bands would overlap into one mass: lines only.
+    many = {name: seeds for name in policy_names()}
+    (ax,) = cdf_figure(many, "t", "x").axes
+    assert len(ax.get_lines()) == len(many) and not ax.collections

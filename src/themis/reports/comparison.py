@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from themis.reports.apps_table import SeededRecord, all_apps_table, worst_apps_table
 from themis.reports.html import Figure, Section, Table, summary_rows_table
-from themis.reports.plots import cdf_figure, scatter_figure, to_svg, usage_figure
+from themis.reports.plots import MAX_BANDS, cdf_figure, scatter_figure, to_svg, usage_figure
 from themis.reports.record import RunRecord
 from themis.reports.seeds import by_policy, seed_rows
 
@@ -41,7 +41,9 @@ def comparison_figures(groups: Groups) -> list[Figure]:
     }
     first_seed, first = next(iter(groups.values()))[0]
     capacity = first.capacity
-    per_seed = " (with several seeds: the median over them, shaded: their range)" if several else ""
+    # Bands for a few policies only (plots.cdf_figure): more overlap into one mass.
+    band = ", shaded: their range" if len(groups) <= MAX_BANDS else "; the table gives ranges"
+    per_seed = f" (with several seeds: the median over them{band})" if several else ""
     return [
         Figure(
             to_svg(

@@ -36,6 +36,8 @@ WIDTH = 8.0
 HEIGHT = 4.67
 #: Height of one panel of a small-multiples figure (one panel per policy).
 PANEL_HEIGHT = 1.15
+#: Most labels whose CDFs get a min-max band over seeds (more overlap unreadably).
+MAX_BANDS = 3
 
 
 @dataclass(frozen=True)
@@ -152,9 +154,11 @@ def cdf_figure(
 ) -> Figure:
     """Empirical CDFs, one line per label in its style. A label with several samples
     (seeds) is drawn as the median fraction over its seeds at each value, with the
-    min-max band of the seeds' CDFs shaded behind it."""
+    min-max band of the seeds' CDFs shaded behind it when at most ``MAX_BANDS`` labels
+    are drawn (more bands overlap into one grey mass; the tables give the ranges)."""
     fig, ax = _new(title, xlabel, "fraction of apps")
     styles = styles_for(list(samples))
+    bands = len(samples) <= MAX_BANDS
     for label, per_seed in samples.items():
         style = styles[label]
         kept = [list(v) for v in per_seed if len(v)]
@@ -165,7 +169,8 @@ def cdf_figure(
             name = label
         else:
             xs, ys, low, high = _cdf_band(kept)
-            ax.fill_between(xs, low, high, step="post", color=style.colour, alpha=0.15, lw=0)
+            if bands:
+                ax.fill_between(xs, low, high, step="post", color=style.colour, alpha=0.15, lw=0)
             name = f"{label} (median of {len(kept)})"
         ax.step(
             xs,
