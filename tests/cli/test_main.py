@@ -50,6 +50,22 @@ def test_unknown_command_is_one_line(cli) -> None:
     assert_one_line_error(cli("simulte"), "No such command 'simulte'")
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["simulte"], "Did you mean 'simulate'?"),  # a command not imported yet
+        (["trace", "inspct"], "Did you mean 'inspect'?"),
+        (["experiment", "papr"], "Did you mean 'paper'?"),
+    ],
+)
+def test_a_mistyped_command_gets_the_closest_name(cli, args, hint) -> None:
+    assert_one_line_error(cli(*args), f"No such command '{args[-1]}'. {hint}")
+
+
+def test_a_command_nothing_like_any_gets_no_guess(cli) -> None:
+    assert "Did you mean" not in assert_one_line_error(cli("xyzzy"), "No such command")
+
+
 def test_ctrl_c_exits_130(cli, tiny_trace, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
