@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from themis.cli import runtime as runtime_cli
+from themis.errors import ThemisError
 from themis.reports.metrics import RunSummary
 
 ROOT = Path(__file__).parents[2]
@@ -81,13 +82,16 @@ STATUS = {
 class FakeClient:
     """Answers ``status`` with STATUS; after ``limit`` answers, Ctrl-C."""
 
-    def __init__(self, limit: int = 10, state: str = "alive") -> None:
+    def __init__(self, limit: int = 10, state: str = "alive", unreachable=()) -> None:
         self.calls, self.limit, self.state = 0, limit, state
+        self.unreachable = set(unreachable)
 
     def status(self) -> dict:
         if self.calls >= self.limit:
             raise KeyboardInterrupt
         self.calls += 1
+        if self.calls in self.unreachable:
+            raise ThemisError("no arbiter answers at http://x")
         answer = json.loads(json.dumps(STATUS))
         answer["arbiter"]["state"] = self.state
         answer["apps"][0]["steps_done"] = self.calls
@@ -123,3 +127,19 @@ def test_status_watch_refreshes_until_ctrl_c(cli, fake) -> None:
     fake(FakeClient(limit=2))
     result = cli("status", "--watch", "--server", "http://x", "--token", "t")
     assert result.code == 0 and result.out.count("arbiter alive at http://x") == 2
+
+
+def test_status_watch_reports_an_arbiter_that_stops_answering_and_goes_on(cli, fake) -> None:
+    client = fake(FakeClient(limit=3, unreachable={2}))
+    result = cli("status", "--json", "--watch", "--every", "1", "--server", "http://x")
+    assert result.code == 0 and client.calls == 3
+    assert [json.loads(line)["apps"][0]["steps_done"] for line in result.out.splitlines()] == [
+        1,
+        3,
+    ]
+    assert result.err == "themis: no arbiter answers at http://x; again in 1 s\n"
+    fake(FakeClient(limit=3, unreachable={3}))  # not answering at the end: exit code 3
+    assert cli("status", "--watch", "--server", "http://x").code == 3
+    fake(FakeClient(unreachable={1}))  # without --watch: the usual one-line error
+    result = cli("status", "--server", "http://x")
+    assert result.code == 2 and "no arbiter answers" in result.err

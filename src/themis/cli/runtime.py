@@ -390,7 +390,8 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
 @click.option(
     "--watch",
     is_flag=True,
-    help="Refresh every --every seconds until Ctrl-C (a terminal is cleared each time).",
+    help="Refresh every --every seconds until Ctrl-C (a terminal is cleared each time); "
+    "an arbiter that stops answering is reported on stderr and asked again.",
 )
 @click.option(
     "--every",
@@ -414,7 +415,16 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
     alive = True
     try:
         while True:
-            answer = client.status()
+            try:
+                answer = client.status()
+            except ThemisError as exc:
+                if not watch:
+                    raise
+                # Watching: an arbiter that stops answering is news, not the end.
+                alive = False
+                click.echo(f"themis: {exc.format()}; again in {every:g} s", err=True)
+                time.sleep(every)
+                continue
             alive = answer["arbiter"]["state"] == "alive"
             if as_json:
                 # One document; with --watch one per line (JSON Lines), flushed each time.
