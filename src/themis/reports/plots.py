@@ -151,12 +151,13 @@ def cdf_figure(
     xlabel: str,
     log_x: bool = False,
     marker_x: float | None = None,
+    ylabel: str = "fraction of apps",
 ) -> Figure:
     """Empirical CDFs, one line per label in its style. A label with several samples
     (seeds) is drawn as the median fraction over its seeds at each value, with the
     min-max band of the seeds' CDFs shaded behind it when at most ``MAX_BANDS`` labels
     are drawn (more bands overlap into one grey mass; the tables give the ranges)."""
-    fig, ax = _new(title, xlabel, "fraction of apps")
+    fig, ax = _new(title, xlabel, ylabel)
     styles = styles_for(list(samples))
     bands = len(samples) <= MAX_BANDS
     for label, per_seed in samples.items():
