@@ -31,9 +31,7 @@ def test_plain_progress_prints_at_most_every_interval_without_time_left() -> Non
     assert out.getvalue() == ""
     clock.now += 20
     runs("themis", 2, 4)  # 30 s in, a quarter done (half of one of two runs)
-    assert out.getvalue().splitlines() == [
-        "themis: policies 0/2, 0:30 elapsed (themis 2/4)"
-    ]
+    assert out.getvalue().splitlines() == ["themis: policies 0/2, 0:30 elapsed (themis 2/4)"]
     clock.now += 5
     runs("themis", 4, 4)
     runs("fifo", 1, 1)
