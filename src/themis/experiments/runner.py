@@ -171,8 +171,8 @@ def run_many(
 ) -> list[RunRecord]:
     """Every request's record, in the order of ``requests``.
 
-    A run that raises makes this raise the same error once the runs already started have
-    been cancelled or finished: a batch is all or nothing.
+    A run that raises makes this raise the same error once the other runs have been
+    cancelled and the workers stopped (not waited for): a batch is all or nothing.
     """
     labels = [r.label for r in requests]
     if len(set(labels)) != len(labels):
