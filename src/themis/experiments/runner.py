@@ -62,17 +62,17 @@ ProgressFn = Callable[[str, int, int], None]
 _progress_queue: Any = None  # set in each worker by _init_worker
 
 
-def _init_worker(progress_queue: Any) -> None:
+def _init_worker(progress_queue: Any, parent: int | None = None) -> None:
     global _progress_queue
     _progress_queue = progress_queue
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us (see the docstring)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler inherited from the parent
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held while forked
-    _die_with_parent()
+    _die_with_parent(parent)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int | None) -> None:
     """Linux: SIGKILL this process when the parent dies, even by SIGKILL, so that no
     worker outlives it. Elsewhere nothing (the parent's own clean-up still applies)."""
     if not sys.platform.startswith("linux"):
@@ -83,7 +83,7 @@ def _die_with_parent() -> None:
         pr_set_pdeathsig = 1
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # the parent died before prctl: go too
+    if parent is not None and os.getppid() != parent:  # it died before prctl: go too
         os._exit(1)
 
 
@@ -187,7 +187,7 @@ def run_many(
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(progress_queue,),
+        initargs=(progress_queue, os.getpid()),
     )
     futures: dict[Future[RunRecord], str] = {}
     try:
