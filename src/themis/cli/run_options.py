@@ -450,10 +450,14 @@ def parse_policies(text: str | None, flag: str) -> list[str]:
 
 
 def check_policies(names: list[str], flag: str) -> None:
+    """Every name registered; else the first unknown one's error, with the closest names
+    (or, for a plugin that failed to load, why)."""
+    from themis.policies.registry import unknown_policy
+
     known = policy_names()
     for name in names:
         if name not in known:
-            raise ThemisError(f"unknown policy '{name}' (known: {', '.join(known)})", field=flag)
+            raise unknown_policy(name, flag)
 
 
 def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
@@ -494,8 +498,18 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when = "at trace times"
     if contention != 1.0:
         when += f" ({contention:g}x contention)"
+    variants = config.variants  # said in the line: the same trace, other gangs or models
+    changed = [
+        *(["--gang-mix"] if variants.gang_mix else []),
+        *(
+            [f"--model-share {variants.model_share[0]}={variants.model_share[1]:g}"]
+            if variants.model_share is not None
+            else []
+        ),
+    ]
+    source = workload.source + (f" with {' and '.join(changed)}" if changed else "")
     line = (
-        f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
+        f"{source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
@@ -380,18 +381,77 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
 @click.command(short_help="Show the arbiter's liveness and every app.")
 @_SERVER
 @_TOKEN
-def status(server: str, token: str | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the API's answer (GET /v1/status) as JSON; with --watch one line each.",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Refresh every --every seconds until Ctrl-C (a terminal is cleared each time); "
+    "an arbiter that stops answering is reported on stderr and asked again.",
+)
+@click.option(
+    "--every",
+    type=click.FloatRange(min=0.5),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between refreshes with --watch.",
+)
+def status(server: str, token: str | None, as_json: bool, watch: bool, every: float) -> None:
     """First line: whether the arbiter is alive (its scheduling loop's last tick, Ray).
     Then one row per app: state, rho (estimated with what it holds while it runs, from
     its real finish once done), GPUs held, leases, trials alive / stopped early /
     finished / failed, steps checkpointed, and why: how it ended, or why it holds no
-    GPU. An app's token shows that app only."""
-    answer = _client(server, token).status()
-    arbiter = answer["arbiter"]
-    click.echo(_liveness_line(server, arbiter))
+    GPU. An app's token shows that app only. Exit code 3 when the arbiter is not alive
+    (with --watch: at the last refresh, after Ctrl-C)."""
+    import json
+
+    client = _client(server, token)
+    clear = watch and not as_json and sys.stdout.isatty()
+    alive = True
+    try:
+        while True:
+            try:
+                answer = client.status()
+            except ThemisError as exc:
+                if not watch:
+                    raise
+                # Watching: an arbiter that stops answering is news, not the end.
+                alive = False
+                click.echo(f"themis: {exc.format()}; again in {every:g} s", err=True)
+                time.sleep(every)
+                continue
+            alive = answer["arbiter"]["state"] == "alive"
+            if as_json:
+                # One document; with --watch one per line (JSON Lines), flushed each time.
+                click.echo(json.dumps(answer, indent=None if watch else 2))
+            else:
+                if clear:
+                    click.clear()
+                _print_status(server, answer)
+            if not watch:
+                break
+            time.sleep(every)
+    except KeyboardInterrupt as exc:
+        from themis.cli.main import Terminated
+
+        if not watch or isinstance(exc, Terminated):
+            raise
+    if not alive:
+        raise click.exceptions.Exit(3)
+
+
+def _print_status(server: str, answer: dict[str, Any]) -> None:
+    """The liveness line and the apps' table."""
+    click.echo(_liveness_line(server, answer["arbiter"]))
     rows = answer["apps"]
     if not rows:
         click.echo("no apps")
+        return
     table = Table(box=None, pad_edge=False)
     for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")
@@ -411,10 +471,7 @@ def status(server: str, token: str | None) -> None:
             f"{r['steps_done']}/{r['steps_total']}",
             r["why"] or "",
         )
-    if rows:
-        Console(highlight=False, width=160).print(table)
-    if arbiter["state"] != "alive":
-        sys.exit(3)
+    Console(highlight=False, width=160).print(table)
 
 
 def _liveness_line(server: str, a: dict[str, Any]) -> str:
@@ -473,7 +530,7 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
         time.sleep(0.5)
 
 
-@click.group(short_help="Rotate the operator's API tokens.")
+@click.group(cls=HelpGroup, short_help="Rotate the operator's API tokens.")
 def token() -> None:
     """The operator's API tokens (admin, submit)."""
 
