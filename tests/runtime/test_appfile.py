@@ -215,3 +215,30 @@ def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
         "field 'search_space.lr'",
         "at most 256 characters",
     )
+
+
+# -- issue 20: numbers bounded, names whole, keys unique, floats finite and normal -------
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("steps: 100", "steps: 1180591620717411303424"), "steps"),
+        (("steps: 100", "steps: 9223372036854775807"), "steps"),
+        (("gpus_per_trial: 2", "gpus_per_trial: 4294967296"), "gpus_per_trial"),
+        (("trials: 5", "trials: 5\nseed: 18446744073709551616"), "seed"),
+        (("trials: 5", "trials: 5\ncheckpoint_every: 99999999999999999999"), "checkpoint_every"),
+        (("min_steps: 10", "min_steps: 99999999999999999999"), "early_stopping.min_steps"),
+        (("eta: 3", "eta: 99999999999999999999"), "early_stopping.eta"),
+        (("step_time: 0.5", "step_time: 1.0e+300"), "step_time"),
+        (("[0.1, 0.01]", "[0.1, 99999999999999999999999]"), "search_space.lr"),
+        (("loguniform: [0.0001, 0.01]", "randint: [0, 1.0e+300]"), "search_space.wd"),
+    ],
+)
+def test_huge_numbers_are_refused_with_their_field(tmp_path: Path, change, field) -> None:
+    """Defect 1: a number SQLite (or the arithmetic of a round) cannot hold stopped the
+    arbiter; every numeric field is bounded where the file is read."""
+    old, new = change
+    assert old in GOOD
+    message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
+    assert "at most" in message and "\n" not in message

@@ -272,3 +272,76 @@ def test_status_says_why_an_app_holds_nothing(tmp_path: Path) -> None:
     assert store.app("late").gpus == 0
     assert store.app("late").note.startswith("waiting: other apps hold every GPU until")
     assert store.app("hog").note is None  # it holds GPUs: nothing to explain
+
+
+# -- issue 20: one app's input never stops the loop ------------------------------------
+
+
+def faults(service: ArbiterService, where: str) -> float:
+    value = service.metrics.registry.get_sample_value("themis_loop_faults_total", {"where": where})
+    return value or 0.0
+
+
+def test_a_submit_the_store_cannot_hold_is_refused_and_the_loop_goes_on(tmp_path: Path) -> None:
+    """Defect 1: an app the file checks let through (here built past them) that makes the
+    store raise something other than a ThemisError used to end the loop (serve exit 1)."""
+    import dataclasses
+
+    service, store, _ = service_for(tmp_path, {})
+    good = load_app_file(app_yaml(tmp_path, "huge", steps=20))
+    huge = dataclasses.replace(good, steps=2**70)  # OverflowError in sqlite3
+    command, _ = submit_command(huge, "huge.yaml")
+    service.commands.put(command)
+    service.tick()  # must not raise
+    with pytest.raises(ThemisError, match="internal error while handling submit: OverflowError"):
+        command.wait(1.0)
+    assert store.app("huge") is None
+    assert faults(service, "command") == 1
+    submit(service, app_yaml(tmp_path, "after", steps=20))
+    assert state(store, "after") == "running"  # the arbiter keeps serving
+
+
+def test_an_app_that_cannot_be_admitted_fails_alone(tmp_path: Path, monkeypatch) -> None:
+    """A fault while admitting one app fails that app with its reason; the others run."""
+    service, store, _ = service_for(tmp_path, {})
+    real_admit = service.book.admit
+
+    def admit(row, *args, **kwargs):
+        if row.app_id == "poison":
+            raise ZeroDivisionError("float division by zero")
+        return real_admit(row, *args, **kwargs)
+
+    monkeypatch.setattr(service.book, "admit", admit)
+    submit(service, app_yaml(tmp_path, "poison", steps=20))
+    submit(service, app_yaml(tmp_path, "fine", steps=20))
+    assert state(store, "poison") == "failed"
+    assert store.app("poison").reason == (
+        "could not be admitted: ZeroDivisionError: float division by zero"
+    )
+    assert state(store, "fine") == "running"
+    assert faults(service, "admit") == 1
+
+
+def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    service, store, _ = service_for(tmp_path, {})
+    calls = {"n": 0}
+    real_round = service._round
+
+    def flaky(now: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("policy bug")
+        real_round(now)
+
+    monkeypatch.setattr(service, "_round", flaky)
+    command, _ = submit_command(load_app_file(app_yaml(tmp_path, "a", steps=20)), "a.yaml")
+    service.commands.put(command)
+    ticks = iter(range(40))
+    service.run(lambda: next(ticks, None) is None or len(service.running) == 2)
+    assert faults(service, "tick") == 1
+    assert "policy bug" in caplog.text
+    assert len(service.running) == 2  # the next tick's round granted the GPUs
+    rendered = service.metrics.render().decode()
+    assert 'themis_loop_faults_total{where="tick"} 1.0' in rendered

@@ -85,6 +85,17 @@ MAX_TRIALS = 1000
 MAX_PARAMS = 32
 MAX_CHOICES = 256
 MAX_STRING = 256
+#: Bounds of every number of an app file. Python reads integers of any size and SQLite
+#: stores 64 bits: an unbounded ``steps`` once stopped the arbiter (issue 20), so each
+#: field has a bound far above any real app and far below what breaks the arithmetic.
+MAX_STEPS = 10**12  # steps, min_steps, checkpoint_every
+MAX_GPUS_PER_TRIAL = 4096
+MAX_ETA = 1024
+MAX_SEED = 2**63 - 1
+MAX_STEP_TIME = 1e6  # seconds (11.6 days per step)
+#: Largest magnitude of a number in the search space: integers stay exact in JSON (2**53)
+#: and a draw's range ``high - low`` stays finite.
+MAX_SEARCH_NUMBER = 2**53
 #: Periodic checkpoints by default: a crash loses at most this many steps of work.
 DEFAULT_CHECKPOINT_EVERY = 20
 
@@ -185,20 +196,26 @@ class _Fields:
             return default
         return self.raw[key]
 
-    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
+    def integer(self, key: str, default: Any = ..., minimum: int = 1, maximum: int = 0) -> int:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"must be an integer, got {value!r}")
+            raise self.fail(key, f"must be an integer, got {_short(value)}")
         if value < minimum:
-            raise self.fail(key, f"must be >= {minimum}, got {value}")
+            raise self.fail(key, f"must be >= {minimum}, got {_short(value)}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum}, got {_short(value)}")
         return value
 
-    def number(self, key: str, default: Any = ..., positive: bool = True) -> float:
+    def number(self, key: str, default: Any = ..., maximum: float = 1.0) -> float:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(key, f"must be a number, got {value!r}")
-        if not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(key, f"must be a number, got {_short(value)}")
+        if isinstance(value, int) and value > maximum:
+            raise self.fail(key, f"must be at most {maximum:g}, got {_short(value)}")
+        if not math.isfinite(value) or value <= 0:
             raise self.fail(key, f"must be a finite number > 0, got {value}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum:g}, got {value:g}")
         return float(value)
 
     def string(self, key: str, pattern: re.Pattern[str], what: str, default: Any = ...) -> str:
@@ -299,14 +316,12 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     f = _Fields(raw, source)
     name = f.string("name", _NAME_RE, "letters, digits, '-' or '_' (at most 64)")
     entrypoint = f.string("entrypoint", _ENTRY_RE, "'module:function'")
-    trials = f.integer("trials")
-    if trials > MAX_TRIALS:
-        raise f.fail("trials", f"at most {MAX_TRIALS} trials per app, got {trials}")
-    gpus = f.integer("gpus_per_trial")
-    steps = f.integer("steps")
-    step_time = f.number("step_time")
-    seed = f.integer("seed", 0, minimum=0)
-    checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
+    trials = f.integer("trials", maximum=MAX_TRIALS)
+    gpus = f.integer("gpus_per_trial", maximum=MAX_GPUS_PER_TRIAL)
+    steps = f.integer("steps", maximum=MAX_STEPS)
+    step_time = f.number("step_time", maximum=MAX_STEP_TIME)
+    seed = f.integer("seed", 0, minimum=0, maximum=MAX_SEED)
+    checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY, maximum=MAX_STEPS)
     configs = _draw_configs(f.mapping("search_space", {}), trials, seed, source)
     halving = _halving(f, source)
     placement = _Fields(f.mapping("placement", {}), source, "placement.")
@@ -315,9 +330,6 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
             raise placement.fail(str(key), "unknown field (known: cross_machine, cross_rack)")
     cross_machine = placement.number("cross_machine", 1.0)
     cross_rack = placement.number("cross_rack", cross_machine)
-    for key, value in (("cross_machine", cross_machine), ("cross_rack", cross_rack)):
-        if value > 1.0:
-            raise placement.fail(key, f"a placement factor is at most 1.0, got {value}")
     ranks = f.get("ranks", "gpu")
     if ranks not in RANKS:
         raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
@@ -362,8 +374,8 @@ def _halving(f: _Fields, source: str) -> Halving | None:
     mode = h.get("mode", "min")
     if mode not in ("min", "max"):
         raise h.fail("mode", f"must be 'min' or 'max', got {mode!r}")
-    eta = h.integer("eta", 2, minimum=2)
-    min_steps = h.integer("min_steps")
+    eta = h.integer("eta", 2, minimum=2, maximum=MAX_ETA)
+    min_steps = h.integer("min_steps", maximum=MAX_STEPS)
     return Halving(metric, mode, eta, min_steps)
 
 
@@ -405,8 +417,13 @@ def _draw_configs(
                 not isinstance(bounds, list)
                 or len(bounds) != 2
                 or any(isinstance(b, bool) or not isinstance(b, (int, float)) for b in bounds)
-                or not bounds[0] < bounds[1]
             ):
+                raise ThemisError(
+                    f"{kind} needs [low, high] with low < high", source=source, field=field
+                )
+            for bound in bounds:
+                _check_number(bound, source, field)
+            if not bounds[0] < bounds[1]:
                 raise ThemisError(
                     f"{kind} needs [low, high] with low < high", source=source, field=field
                 )
@@ -450,3 +467,21 @@ def _check_choice(value: Any, source: str, field: str) -> None:
         raise ThemisError(
             f"a string choice is at most {MAX_STRING} characters", source=source, field=field
         )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _check_number(value, source, field)
+
+
+def _check_number(value: float, source: str, field: str) -> None:
+    """A number of the search space: its magnitude at most ``MAX_SEARCH_NUMBER``."""
+    if abs(value) > MAX_SEARCH_NUMBER:
+        raise ThemisError(
+            f"a number is at most {MAX_SEARCH_NUMBER} in magnitude, got {_short(value)}",
+            source=source,
+            field=field,
+        )
+
+
+def _short(value: Any) -> str:
+    """A value for an error message, cut so that the message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

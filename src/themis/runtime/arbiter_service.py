@@ -28,6 +28,7 @@ job, of a node or of the arbiter loses no completed step.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +60,14 @@ from themis.runtime.tokens import new_token
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
 _POLICY = PolicyOptions()
+log = logging.getLogger("themis.runtime")
+#: Ticks failing in a row after which the loop gives up (a fault of the arbiter itself,
+#: not of one app's input: every tick fails the same way).
+MAX_FAILING_TICKS = 100
+
+
+class StateLost(ThemisError):
+    """The state database is gone or replaced under the running arbiter: it must stop."""
 
 
 @dataclass(frozen=True)
@@ -186,8 +195,27 @@ class ArbiterService(
     # -- the loop -------------------------------------------------------------------------
 
     def run(self, should_stop: Callable[[], bool], exit_when_done: bool = False) -> None:
+        """Tick until ``should_stop``. A tick that raises is logged, counted in
+        ``themis_loop_faults_total{where="tick"}`` and the loop goes on: one app's input
+        must not stop the arbiter (issue 20). Lost state, and a fault repeated on every
+        tick, stop it."""
+        failing = 0
         while not should_stop():
-            self.tick()
+            try:
+                self.tick()
+                failing = 0
+            except StateLost:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                failing += 1
+                log.exception("themis serve: a scheduling tick failed; going on")
+                self.metrics.faults.labels("tick").inc()
+                self._round_due = True  # what the failed tick was to decide, retried
+                if failing >= MAX_FAILING_TICKS:
+                    raise ThemisError(
+                        f"the scheduling loop failed {failing} ticks in a row; last: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
             if exit_when_done and self.idle():
                 return
             self.commands.wait(self.options.tick)
@@ -237,18 +265,33 @@ class ArbiterService(
                 reason = (
                     f"a trial needs {spec.gpus_per_trial} GPUs and the cluster has {cluster.size}"
                 )
-                for trial in self.store.trials(app_id):
-                    self.store.update_trial(app_id, trial.trial_id, state="failed", reason=reason)
-                self.store.update_app(app_id, state="failed", finish=now, reason=reason)
-                self.store.log(now, app_id, None, f"failed: {reason}")
+                self._fail_unadmitted(app_id, now, reason)
                 continue
-            trials = {t.trial_id: t.state for t in self.store.trials(app_id)}
-            state = self.book.admit(row, trials, cluster, now).state
-            self.store.update_app(app_id, state="running", arrival=now, t_cluster=state.t_cluster)
+            try:
+                trials = {t.trial_id: t.state for t in self.store.trials(app_id)}
+                state = self.book.admit(row, trials, cluster, now).state
+                self.store.update_app(
+                    app_id, state="running", arrival=now, t_cluster=state.t_cluster
+                )
+            except StateLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 (one app never stops the loop)
+                log.exception("themis serve: admitting %r failed", app_id)
+                self.metrics.faults.labels("admit").inc()
+                if app_id in self.book.apps:  # admitted in memory: undo it
+                    self.book.retire(self.book.apps[app_id].state, now)
+                self._fail_unadmitted(app_id, now, f"could not be admitted: {_brief(exc)}")
+                continue
             message = f"admitted: {spec.trials} trials, T_cluster {state.t_cluster:.1f}s"
             self.store.log(now, app_id, None, message)
             admitted = True
         return admitted
+
+    def _fail_unadmitted(self, app_id: str, now: float, reason: str) -> None:
+        for trial in self.store.trials(app_id):
+            self.store.update_trial(app_id, trial.trial_id, state="failed", reason=reason)
+        self.store.update_app(app_id, state="failed", finish=now, reason=reason)
+        self.store.log(now, app_id, None, f"failed: {reason}")
 
     def _n_avg(self, app: AppState) -> float:
         return self.book.n_avg(app, self._now)
@@ -465,3 +508,8 @@ class ArbiterService(
         self.store.void_leases()
         for app in self.active:
             self.store.update_app(app.app_id, gpus=0)
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception as one short line, for an app's reason."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
