@@ -242,3 +242,20 @@ def test_huge_numbers_are_refused_with_their_field(tmp_path: Path, change, field
     assert old in GOOD
     message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
     assert "at most" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("name: sweep-1", 'name: "sweep-1\\n"'), "name"),
+        (("entrypoint: mlp:train", 'entrypoint: "mlp:train\\n"'), "entrypoint"),
+        (("  hidden: [8, 16]", '  "hidden\\n": [8, 16]'), "search_space.'hidden\\n'"),
+        (("metric: loss", 'metric: "loss\\n"'), "early_stopping.metric"),
+    ],
+)
+def test_a_name_ending_in_a_newline_is_refused(tmp_path: Path, change, field) -> None:
+    """Defect 6: ``$`` with ``re.match`` accepts a trailing newline."""
+    old, new = change
+    assert old in GOOD
+    message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
+    assert "\n" not in message

@@ -220,7 +220,7 @@ class _Fields:
 
     def string(self, key: str, pattern: re.Pattern[str], what: str, default: Any = ...) -> str:
         value = self.get(key, default)
-        if not isinstance(value, str) or not pattern.match(value):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
             raise self.fail(key, f"must be {what}, got {value!r}")
         return value
 
@@ -312,7 +312,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     for key in raw:
         if key not in _FIELDS:
             known = ", ".join(sorted(_FIELDS))
-            raise ThemisError(f"unknown field (known: {known})", source=source, field=str(key))
+            raise ThemisError(f"unknown field (known: {known})", source=source, field=_key(key))
     f = _Fields(raw, source)
     name = f.string("name", _NAME_RE, "letters, digits, '-' or '_' (at most 64)")
     entrypoint = f.string("entrypoint", _ENTRY_RE, "'module:function'")
@@ -327,7 +327,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     placement = _Fields(f.mapping("placement", {}), source, "placement.")
     for key in placement.raw:
         if key not in ("cross_machine", "cross_rack"):
-            raise placement.fail(str(key), "unknown field (known: cross_machine, cross_rack)")
+            raise placement.fail(_key(key), "unknown field (known: cross_machine, cross_rack)")
     cross_machine = placement.number("cross_machine", 1.0)
     cross_rack = placement.number("cross_rack", cross_machine)
     ranks = f.get("ranks", "gpu")
@@ -366,7 +366,7 @@ def _halving(f: _Fields, source: str) -> Halving | None:
     h = _Fields(raw, source, "early_stopping.")
     for key in raw:
         if key not in ("rule", "metric", "mode", "eta", "min_steps"):
-            raise h.fail(str(key), "unknown field (known: rule, metric, mode, eta, min_steps)")
+            raise h.fail(_key(key), "unknown field (known: rule, metric, mode, eta, min_steps)")
     rule = h.get("rule")
     if rule != "successive_halving":
         raise h.fail("rule", f"must be 'successive_halving', got {rule!r}")
@@ -393,8 +393,8 @@ def _draw_configs(
             field="search_space",
         )
     for key, value in space.items():
-        field = f"search_space.{key}"
-        if not isinstance(key, str) or not _PARAM_RE.match(key) or len(key) > MAX_STRING:
+        field = f"search_space.{_key(key)}"
+        if not isinstance(key, str) or not _PARAM_RE.fullmatch(key) or len(key) > MAX_STRING:
             raise ThemisError("must be an identifier", source=source, field=field)
         if isinstance(value, list):
             if not value:
@@ -479,6 +479,11 @@ def _check_number(value: float, source: str, field: str) -> None:
             source=source,
             field=field,
         )
+
+
+def _key(key: Any) -> str:
+    """A key as written, unless showing it would break the one-line error."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
 
 
 def _short(value: Any) -> str:
