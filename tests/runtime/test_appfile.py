@@ -259,3 +259,41 @@ def test_a_name_ending_in_a_newline_is_refused(tmp_path: Path, change, field) ->
     assert old in GOOD
     message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
     assert "\n" not in message
+
+
+def test_a_duplicate_key_is_refused_with_its_line(tmp_path: Path) -> None:
+    """Defect 11: the last of two ``steps`` silently won."""
+    refused_fast(write(tmp_path, GOOD + "steps: 5\n"), "duplicate key 'steps'", ":")
+    message = refused_fast(
+        write(tmp_path, GOOD.replace("  hidden: [8, 16]", "  hidden: [8, 16]\n  lr: [3]")),
+        "duplicate key 'lr'",
+    )
+    assert f"{tmp_path / 'app.yaml'}:11:" in message  # the line of the second 'lr'
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (("[0.1, 0.01]", "[0.1, .inf]"), "search_space.lr", "finite"),
+        (("[0.1, 0.01]", "[.nan]"), "search_space.lr", "finite"),
+        (("[0.1, 0.01]", "[5.0e-324]"), "search_space.lr", "subnormal"),
+        (("loguniform: [0.0001, 0.01]", "uniform: [0, .inf]"), "search_space.wd", "finite"),
+        (
+            ("loguniform: [0.0001, 0.01]", "uniform: [-1.0e+308, 1.0e+308]"),
+            "search_space.wd",
+            "at most",
+        ),
+        (("loguniform: [0.0001, 0.01]", "loguniform: [5.0e-324, 1]"), "search_space.wd", "sub"),
+        (("step_time: 0.5", "step_time: 5.0e-324"), "step_time", "at least"),
+        (("step_time: 0.5", "step_time: .inf"), "step_time", "finite"),
+        (("cross_machine: 0.8", "cross_machine: 5.0e-324"), "placement.cross_machine", "least"),
+    ],
+)
+def test_non_finite_and_subnormal_numbers_are_refused(
+    tmp_path: Path, change, field, fragment
+) -> None:
+    """Defect 12: ``uniform: [-1e308, 1e308]`` stored Infinity (not JSON) and
+    ``step_time: 5e-324`` made rho infinite."""
+    old, new = change
+    assert old in GOOD
+    refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'", fragment)

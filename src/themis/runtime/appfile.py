@@ -44,6 +44,7 @@ import math
 import os
 import random
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,9 @@ MAX_GPUS_PER_TRIAL = 4096
 MAX_ETA = 1024
 MAX_SEED = 2**63 - 1
 MAX_STEP_TIME = 1e6  # seconds (11.6 days per step)
+#: Smallest step time and placement factor: below them a rate or a rho is infinite.
+MIN_STEP_TIME = 1e-6
+MIN_PLACEMENT = 1e-3
 #: Largest magnitude of a number in the search space: integers stay exact in JSON (2**53)
 #: and a draw's range ``high - low`` stays finite.
 MAX_SEARCH_NUMBER = 2**53
@@ -206,7 +210,10 @@ class _Fields:
             raise self.fail(key, f"must be at most {maximum}, got {_short(value)}")
         return value
 
-    def number(self, key: str, default: Any = ..., maximum: float = 1.0) -> float:
+    def number(
+        self, key: str, default: Any = ..., minimum: float = 0.0, maximum: float = 1.0
+    ) -> float:
+        """A finite number in ``[minimum, maximum]`` and above 0."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"must be a number, got {_short(value)}")
@@ -214,6 +221,8 @@ class _Fields:
             raise self.fail(key, f"must be at most {maximum:g}, got {_short(value)}")
         if not math.isfinite(value) or value <= 0:
             raise self.fail(key, f"must be a finite number > 0, got {value}")
+        if value < minimum:
+            raise self.fail(key, f"must be at least {minimum:g}, got {value:g}")
         if value > maximum:
             raise self.fail(key, f"must be at most {maximum:g}, got {value:g}")
         return float(value)
@@ -249,6 +258,20 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        """A mapping whose keys are unique: YAML lets the last of two win silently."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: SafeLoader refuses it below
+                continue
+            if duplicate:
+                raise _Refused(f"duplicate key {_short(key)}", key_node.start_mark.line)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 class _Refused(Exception):
@@ -319,7 +342,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     trials = f.integer("trials", maximum=MAX_TRIALS)
     gpus = f.integer("gpus_per_trial", maximum=MAX_GPUS_PER_TRIAL)
     steps = f.integer("steps", maximum=MAX_STEPS)
-    step_time = f.number("step_time", maximum=MAX_STEP_TIME)
+    step_time = f.number("step_time", minimum=MIN_STEP_TIME, maximum=MAX_STEP_TIME)
     seed = f.integer("seed", 0, minimum=0, maximum=MAX_SEED)
     checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY, maximum=MAX_STEPS)
     configs = _draw_configs(f.mapping("search_space", {}), trials, seed, source)
@@ -328,8 +351,8 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     for key in placement.raw:
         if key not in ("cross_machine", "cross_rack"):
             raise placement.fail(_key(key), "unknown field (known: cross_machine, cross_rack)")
-    cross_machine = placement.number("cross_machine", 1.0)
-    cross_rack = placement.number("cross_rack", cross_machine)
+    cross_machine = placement.number("cross_machine", 1.0, minimum=MIN_PLACEMENT)
+    cross_rack = placement.number("cross_rack", cross_machine, minimum=MIN_PLACEMENT)
     ranks = f.get("ranks", "gpu")
     if ranks not in RANKS:
         raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
@@ -472,7 +495,16 @@ def _check_choice(value: Any, source: str, field: str) -> None:
 
 
 def _check_number(value: float, source: str, field: str) -> None:
-    """A number of the search space: its magnitude at most ``MAX_SEARCH_NUMBER``."""
+    """A number of the search space: finite (JSON has no infinity or NaN), not subnormal
+    (its inverse or logarithm overflows) and at most ``MAX_SEARCH_NUMBER`` in magnitude."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ThemisError(f"numbers must be finite, got {value}", source=source, field=field)
+    if isinstance(value, float) and 0 < abs(value) < sys.float_info.min:
+        raise ThemisError(
+            f"a subnormal number ({value:g}) is not allowed; use 0 or a normal number",
+            source=source,
+            field=field,
+        )
     if abs(value) > MAX_SEARCH_NUMBER:
         raise ThemisError(
             f"a number is at most {MAX_SEARCH_NUMBER} in magnitude, got {_short(value)}",
