@@ -345,3 +345,25 @@ def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
     assert len(service.running) == 2  # the next tick's round granted the GPUs
     rendered = service.metrics.render().decode()
     assert 'themis_loop_faults_total{where="tick"} 1.0' in rendered
+
+
+def test_each_app_gets_its_own_checkpoint_key_stable_across_restarts(tmp_path: Path) -> None:
+    """Defect 2: jobs seal their checkpoints with their app's key, which the arbiter hands
+    to that app's jobs only; a restarted arbiter hands out the same key."""
+    service, store, launcher = service_for(tmp_path, {})
+    submit(service, app_yaml(tmp_path, "a", steps=1000))
+    submit(service, app_yaml(tmp_path, "b", steps=1000))
+    drive(service, lambda: len(launcher.history) >= 4, 5)
+    keys = {(f.spec.app_id, f.spec.trial_id): f.spec.checkpoint_key for f in launcher.history}
+    assert keys[("a", "t000")] == keys[("a", "t001")] == service.checkpoint_key("a")
+    assert keys[("b", "t000")] != keys[("a", "t000")]
+    assert all(len(k) == 64 for k in keys.values())
+    spec = launcher.history[0].spec
+    assert spec.checkpoint_path == str(
+        tmp_path / "ck" / spec.app_id / spec.trial_id / "checkpoint.themis"
+    )
+    assert spec.checkpoint_key not in repr(spec)  # never in a log line or traceback
+    again = ArbiterService(store, tmp_path / "ck", FAST, lambda: nodes(), launcher=launcher)
+    assert again.checkpoint_key("a") == keys[("a", "t000")]
+    secret = tmp_path / "state" / "checkpoint.key"
+    assert oct(secret.stat().st_mode & 0o777) == "0o600"

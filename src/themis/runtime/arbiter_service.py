@@ -40,6 +40,7 @@ from themis.fairness.ftf import posthoc_rho
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import PolicyOptions, make_policy
+from themis.runtime import checkpoint
 from themis.runtime.cluster import Inventory, read_inventory
 from themis.runtime.commands import CommandQueue
 from themis.runtime.halving import next_stop
@@ -60,6 +61,8 @@ from themis.runtime.tokens import new_token
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
 _POLICY = PolicyOptions()
+#: A trial's checkpoint under ``<storage>/<app>/<trial>/`` (``runtime.checkpoint``).
+CHECKPOINT_NAME = "checkpoint.themis"
 log = logging.getLogger("themis.runtime")
 #: Ticks failing in a row after which the loop gives up (a fault of the arbiter itself,
 #: not of one app's input: every tick fails the same way).
@@ -141,6 +144,8 @@ class ArbiterService(
         self.ray_down_since: float | None = None
         self.metrics.ray_up.set(1)
         self._job_tokens: dict[str, str] = {}
+        self._checkpoint_secret = checkpoint.load_or_create_secret(store.state_dir)
+        self._checkpoint_keys: dict[str, str] = {}
         self._now = 0.0
         self._last_inventory = time.time()
         self._last_status = 0.0
@@ -419,13 +424,26 @@ class ArbiterService(
             spec.workdir,
             dict(spec.configs[live.index(key[1])]),
             spec.steps,
-            str(self.storage / key[0] / key[1] / "checkpoint.pkl"),
+            str(self.storage / key[0] / key[1] / CHECKPOINT_NAME),
             spec.checkpoint_every,
             tuple(placement),
             next_stop(spec.halving, spec.steps, live.durable.get(key[1], 0), live.decided),
             master_addr=self.inventory.address(placement[0][0]),
             rank_per_gpu=spec.ranks == "gpu",
+            checkpoint_key=self.checkpoint_key(key[0]),
         )
+
+    def checkpoint_key(self, app_id: str) -> str:
+        """The key that seals this app's checkpoints (``runtime.checkpoint``): handed to
+        its jobs only, the same across restarts of the arbiter."""
+        key = self._checkpoint_keys.get(app_id)
+        if key is None:
+            row = self.store.app(app_id)
+            if row is None:
+                raise KeyError(app_id)
+            key = checkpoint.app_key(self._checkpoint_secret, app_id, row.submitted_at)
+            self._checkpoint_keys[app_id] = key
+        return key
 
     def _starts(self, key: Key) -> int:
         for trial in self.store.trials(key[0]):
