@@ -56,7 +56,7 @@ from themis.runtime.service_inventory import InventoryTracking
 from themis.runtime.service_reports import ReportHandling
 from themis.runtime.service_requests import RequestHandling
 from themis.runtime.service_status import StatusReporting
-from themis.runtime.store import Store
+from themis.runtime.store import StateLost, Store
 from themis.runtime.tokens import new_token
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
@@ -67,10 +67,6 @@ log = logging.getLogger("themis.runtime")
 #: Ticks failing in a row after which the loop gives up (a fault of the arbiter itself,
 #: not of one app's input: every tick fails the same way).
 MAX_FAILING_TICKS = 100
-
-
-class StateLost(ThemisError):
-    """The state database is gone or replaced under the running arbiter: it must stop."""
 
 
 @dataclass(frozen=True)
@@ -230,6 +226,7 @@ class ArbiterService(
         return not (self.active or self.jobs.draining or self.submitted or len(self.commands))
 
     def tick(self) -> None:
+        self.store.check_file()  # a deleted or replaced database stops the arbiter
         now = self.now()
         self.heartbeat = time.time()
         self.metrics.heartbeat.set(self.heartbeat)
@@ -512,6 +509,10 @@ class ArbiterService(
     def shutdown(self) -> None:
         """Checkpoint every job (killing those that ignore it after the grace period)
         and leave the store ready for the next start."""
+        if self.store.lost:  # nothing can be recorded: end every job, write nothing
+            for rj in [*self.jobs.running.values(), *self.jobs.draining.values()]:
+                self.jobs.kill(rj)
+            return
         now = self.now()
         for app in list(self.active):
             for job in app.running_jobs():
