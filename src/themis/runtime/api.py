@@ -26,6 +26,7 @@ Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -50,6 +52,12 @@ from themis.runtime.tokens import token_hash
 MAX_BODY = 2 * MAX_APP_BYTES + 4096
 #: Longest a client may make the API wait for the scheduling loop.
 MAX_WAIT = 120.0
+#: A body over its limit is read and discarded up to this size before the 413, so that a
+#: client that sent it whole (no ``Expect: 100-continue``) reads the answer instead of a
+#: connection reset; past it the connection is closed unread.
+DRAIN_LIMIT = 16 * 2**20
+#: Event ids are SQLite integers.
+MAX_EVENT_ID = 2**63 - 1
 #: The loop is called stalled when its last tick is older than this many ticks (and 5 s).
 STALL_TICKS = 50
 
@@ -103,7 +111,16 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+        headers = {"Connection": "close"} if exc.status == 413 else None
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's 422 is a list of objects; the API's errors are one line, and 400.
+        first = exc.errors()[0] if exc.errors() else {}
+        where = " ".join(str(part) for part in first.get("loc", ()))
+        message = f"{where}: {first.get('msg', 'invalid request')}".strip(": ")
+        return JSONResponse({"detail": " ".join(message.split())[:300]}, status_code=400)
 
     @app.exception_handler(ThemisError)
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
@@ -148,6 +165,8 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
     @app.post("/v1/apps/{app_id}/cancel")
     def cancel(app_id: str, request: Request, wait: float = 30.0) -> dict[str, Any]:
+        if not math.isfinite(wait) or wait < 0:
+            raise ApiError(400, f"wait must be a finite number of seconds >= 0, got {wait}")
         acting_on(request, app_id)
         command = ctx.commands.put(Command("cancel", app_id))
         return {"reply": command.wait(min(max(wait, 0.0), MAX_WAIT))}
@@ -165,6 +184,8 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
     @app.get("/v1/apps/{app_id}/logs")
     def logs(app_id: str, request: Request, after: int = 0) -> dict[str, Any]:
+        if not 0 <= after <= MAX_EVENT_ID:
+            raise ApiError(400, f"after must be an event id from 0 to {MAX_EVENT_ID}")
         acting_on(request, app_id)
         lines, last = log_lines(store(), app_id, after)
         row = store().app(app_id)
@@ -200,18 +221,30 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
 
 async def _bounded_body(request: Request, limit: int = MAX_BODY) -> bytes:
-    """The request body, refused (413) past ``limit`` bytes before more is read."""
+    """The request body, refused (413) past ``limit`` bytes: nothing past the limit is
+    kept, and up to ``DRAIN_LIMIT`` is read and dropped first so the client sees the 413."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
+        if int(declared) <= DRAIN_LIMIT:
+            await _drain(request)
         raise ApiError(413, f"request body of {int(declared)} bytes; at most {limit}")
     chunks = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, f"request body over {limit} bytes")
+            await _drain(request, size)
+            raise ApiError(413, f"request body over {limit} bytes; at most {limit}")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _drain(request: Request, size: int = 0) -> None:
+    """Read and drop the rest of the body, up to ``DRAIN_LIMIT`` bytes in all."""
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DRAIN_LIMIT:
+            return
 
 
 def liveness(snapshot: dict[str, Any]) -> dict[str, Any]:
