@@ -288,6 +288,7 @@ def _serve_locked(
     from themis.runtime.metrics import ArbiterMetrics
 
     tokens = OperatorTokens.load_or_create(state_dir)
+    listening = api_server.ApiServer.bind(*listen)  # a port in use: refused before Ray
     api_server.forget_private_env()
     from themis.runtime.ray_driver import RayDriver
 
@@ -305,6 +306,7 @@ def _serve_locked(
         driver = RayDriver(address, options.grace)
         driver.wait_connected(timeout=180)
     except BaseException:
+        listening.close()
         if local is not None:
             local.shutdown()
         raise
@@ -330,7 +332,7 @@ def _serve_locked(
             commands=commands,
         )
         context = ApiContext(state_dir, tokens, commands, service.snapshot, metrics)
-        api = api_server.ApiServer.start(make_api(context), *listen, *tls)
+        api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
         api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
         click.echo(
