@@ -128,3 +128,13 @@ def test_a_gang_is_one_rank_per_gpu_with_local_ranks_per_node(tmp_path: Path) ->
     assert per_node.members() == [("nodeA", 3, 0, 1), ("nodeB", 1, 0, 1)]
     assert per_node.world_size == 2
     assert replace(spec(tmp_path)).world_size == 1  # no gang (a test's direct run)
+
+
+def test_the_ranks_of_a_node_are_listed_in_local_rank_order(tmp_path: Path) -> None:
+    """Defect 15: each rank must see its node's GPUs of the gang in local-rank order."""
+    from dataclasses import replace
+
+    from themis.runtime.jobs import node_peers
+
+    members = replace(spec(tmp_path), gang=(("A", 3), ("B", 1))).members()
+    assert [node_peers(members, k) for k in range(4)] == [[0, 1, 2]] * 3 + [[3]]

@@ -64,6 +64,7 @@ def ranks(trial: themis.Trial) -> None:
     env["local_rank"] = trial.local_rank
     env["local_world_size"] = trial.local_world_size
     env["node"] = ray.get_runtime_context().get_node_id()
+    env["ray_gpu_ids"] = [str(g) for g in ray.get_gpu_ids()]  # what Ray gave this process
     env["pid"] = os.getpid()
     path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")
     with open(path, "w") as f:
