@@ -279,7 +279,7 @@ def _serve_locked(
     url_file: str | None,
     tls: tuple[str | None, str | None],
 ) -> None:
-    from themis.runtime import ray_cluster
+    from themis.runtime import ray_cluster, reaper
     from themis.runtime import server as api_server
     from themis.runtime.api import ApiContext, make_api
     from themis.runtime.arbiter_service import ArbiterService
@@ -294,10 +294,14 @@ def _serve_locked(
 
     gpus, machines, racks, ray_host = local_shape
     local = None
+    watchdog = None
     if address is None:
         # serve itself is never a Ray driver: the driver runs in a child process that
         # may die with Ray while serve goes on (ray_driver.py, docs/runtime.md).
         local = ray_cluster.start_local(gpus, machines, racks, ray_host, connect=False)
+        # Ends this run's Ray processes and removes its temp dir if serve dies unstopped
+        # (kill -9 included): they lingered for minutes, the directory for ever.
+        watchdog = reaper.start(local.temp_root)  # held (its pipe open) until serve ends
         address = local.address
         where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
     else:
@@ -355,6 +359,8 @@ def _serve_locked(
         driver.close()
         if local is not None:
             local.shutdown()
+        if watchdog is not None and watchdog.stdin is not None:
+            watchdog.stdin.close()  # stopped cleanly: it finds nothing left, and exits
 
 
 @click.command(short_help="Submit an app (app.yaml).")
