@@ -387,3 +387,33 @@ def test_steps_longer_than_the_lease_no_longer_livelock_another_app(cluster, tmp
         for trial in store.trials(app):
             assert lineage(tmp_path, app, trial.trial_id)["steps_run"] == list(range(steps))
     service.shutdown()
+
+
+@pytest.mark.timeout(90)
+def test_a_planted_checkpoint_is_refused_and_the_victim_runs_its_real_steps(cluster, tmp_path):
+    """Issue 20, defect 2, end to end: app M's code writes victim's checkpoints (one sealed
+    with M's key, one a pickle that would run code) before victim is submitted."""
+    store = Store(tmp_path / "state", init=True)
+    service = make_service(store, tmp_path)
+    storage = tmp_path / "checkpoints"
+    marker = tmp_path / "mallory-ran-in-victim"
+    space = {
+        "quality": [1.0], "step_time": [0.05], "storage": [str(storage)], "marker": [str(marker)],
+    }  # fmt: skip
+    mallory = app_yaml(
+        tmp_path, "mallory", trials=1, steps=5, search_space=space, entrypoint="trainers:plant"
+    )
+    submit(service, mallory)
+    drive(service, lambda: app_state(store, "mallory") == "finished", 40)
+    assert (storage / "victim" / "t001" / "checkpoint.themis").exists()  # planted
+    submit(service, app_yaml(tmp_path, "victim", trials=2, steps=10, step_time=0.05))
+    drive(service, lambda: app_state(store, "victim") == "finished", 40)
+    assert not marker.exists(), "M's code ran in victim's process"
+    for trial in ("t000", "t001"):
+        assert lineage(tmp_path, "victim", trial)["steps_run"] == list(range(10))
+    refused = [m for _, _, m in events(store, "victim") if m.startswith("checkpoint refused")]
+    assert len(refused) == 2, refused
+    assert any("seal does not match victim/t000" in m for m in refused)
+    assert any("no seal" in m for m in refused)
+    assert all(t.steps_done == 10 for t in store.trials("victim"))
+    service.shutdown()
