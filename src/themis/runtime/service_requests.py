@@ -44,9 +44,9 @@ class RequestHandling(ServiceBase):
             return self._submit(command, now)
         row = self.store.app(command.app_id)
         if row is None:
-            raise ThemisError(f"no app named '{command.app_id}'")
+            raise ThemisError(f"no app named {command.app_id!r}")
         if row.state not in ("submitted", "running"):
-            raise ThemisError(f"app '{command.app_id}' is {row.state}")
+            raise ThemisError(f"app {command.app_id!r} is {row.state}")
         if command.kind == "cancel":
             self._cancel(command.app_id, now)
             command.answer(f"cancelled app '{command.app_id}'")
