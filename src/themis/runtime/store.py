@@ -277,7 +277,10 @@ class Store:
                 wal_copy = Path(f"{self.path}-wal.rescued-{stamp}")
                 _private_copy(wal, wal_copy)
                 kept = f"; its WAL as it was: {wal_copy}"
-            saved = f"what it held is in {rescued} (to go on: stop, move it to {self.path}, start)"
+            saved = (
+                f"what it held is in {rescued} (to go on: move it to {self.path}, remove "
+                f"{self.path.name}-wal and -shm, start serve)"
+            )
         except (OSError, sqlite3.Error) as exc:
             saved = f"and it could not be rescued ({exc})"
         self.db.execute("PRAGMA query_only=ON")  # nothing more is written anywhere
