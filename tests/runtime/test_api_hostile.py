@@ -151,3 +151,60 @@ def test_a_port_in_use_is_refused_before_ray_starts(tmp_path: Path, monkeypatch)
         )
     assert result.exit_code == 1 and "AssertionError" not in repr(result.exception)
     assert f"cannot listen on 127.0.0.1:{port}" in str(result.exception)
+
+
+GOOD_APP = """name: ok-{k}
+entrypoint: trainers:paced
+trials: 2
+gpus_per_trial: 1
+steps: 20
+step_time: 0.1
+search_space:
+  quality: [1.0]
+"""
+
+MALFORMED = [
+    ("steps: 20", "steps: 1180591620717411303424"),
+    ("steps: 20", "steps: 9223372036854775807"),
+    ("steps: 20", "steps: -5"),
+    ("gpus_per_trial: 1", "gpus_per_trial: 99999999999999999999"),
+    ("trials: 2", "trials: 100000"),
+    ("step_time: 0.1", "step_time: 5.0e-324"),
+    ("step_time: 0.1", "step_time: .inf"),
+    ("step_time: 0.1", "step_time: .nan"),
+    ("quality: [1.0]", "quality: [.inf]"),
+    ("quality: [1.0]", "quality: {uniform: [-1.0e+308, 1.0e+308]}"),
+    ("quality: [1.0]", "quality: [99999999999999999999999]"),
+    ("name: ok-{k}", 'name: "ok\\n"'),
+    ("entrypoint: trainers:paced", 'entrypoint: "trainers:paced\\n"'),
+    ("  quality: [1.0]", '  "quality\\n": [1.0]'),
+    ("steps: 20", "steps: 20\nsteps: 30"),
+    ("  quality: [1.0]", "  quality: [1.0]\n  quality: [2.0]"),
+    ("steps: 20", "steps: 20\nseed: &a 1\nx: *a"),
+    ("steps: 20", "steps: 20\nseed: " + "[" * 200 + "]" * 200),
+    ("steps: 20", "steps: 20\ncolour: red"),
+    ("name: ok-{k}", "name: [1, 2]"),
+]
+
+
+@pytest.mark.timeout(120)
+def test_malformed_app_files_through_the_api_are_one_line_and_store_nothing(
+    arbiter, tmp_path: Path
+) -> None:
+    from tests.runtime.conftest import HERE
+
+    for k, (old, new) in enumerate(MALFORMED):
+        assert old in GOOD_APP, old
+        text = GOOD_APP.replace(old, new).replace("{k}", str(k))
+        body = json.dumps({"text": text, "source": f"bad{k}.yaml", "base_dir": str(HERE)})
+        status, reply = call(arbiter.url, "POST", "/v1/apps", arbiter.submitter, body.encode())
+        detail = json.loads(reply)["detail"]
+        assert status == 400 and f"bad{k}.yaml" in detail and "\n" not in detail, (k, reply)
+    for body in (b"\xff\xfe not utf-8", b"[]", b"{}", b'{"text": 1}', b"x" * (10 * 2**20)):
+        status, reply = call(arbiter.url, "POST", "/v1/apps", arbiter.submitter, body)
+        assert status in (400, 413) and "\n" not in json.loads(reply)["detail"], reply[:200]
+    status, reply = call(arbiter.url, "GET", "/v1/status", arbiter.admin)
+    assert json.loads(reply)["apps"] == []  # nothing stored
+    good = GOOD_APP.replace("{k}", "x")
+    body = json.dumps({"text": good, "source": "good.yaml", "base_dir": str(HERE)}).encode()
+    assert call(arbiter.url, "POST", "/v1/apps", arbiter.submitter, body)[0] == 201
