@@ -367,3 +367,36 @@ def test_each_app_gets_its_own_checkpoint_key_stable_across_restarts(tmp_path: P
     assert again.checkpoint_key("a") == keys[("a", "t000")]
     secret = tmp_path / "state" / "checkpoint.key"
     assert oct(secret.stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.timeout(60)
+def test_a_job_reporting_impossible_progress_is_refused_and_the_loop_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A job's code can write anything into what its actor reports (it runs in that
+    process): a checkpoint step of 2**70 made update_trial raise OverflowError in every
+    tick that read it. Reports outside [0, budget], or not numbers, are refused."""
+    import dataclasses
+
+    service, store, launcher = service_for(tmp_path, {})
+    real = launcher._progress
+
+    def forged(fake, upto=None):
+        progress = real(fake, upto)
+        if fake.spec.app_id != "evil":
+            return progress
+        return dataclasses.replace(
+            progress,
+            steps=2**70,
+            checkpoint_step=2**70,
+            reports=((2**70, {"loss": float("nan")}),),
+        )
+
+    launcher._progress = forged
+    submit(service, app_yaml(tmp_path, "evil", trials=1, steps=50, step_time=0.05))
+    submit(service, app_yaml(tmp_path, "fine", trials=1, steps=20, step_time=0.05))
+    drive(service, lambda: state(store, "fine") == "finished", 20)
+    assert faults(service, "tick") == 0
+    assert all(t.steps_done <= 50 for t in store.trials("evil"))
+    refused = [e.message for _, e in store.events("evil") if "refused a report" in e.message]
+    assert refused and "out of range" in refused[0]
