@@ -53,9 +53,10 @@ def processes_of(temp_root: str) -> list[int]:
         try:
             if entry.stat().st_uid != os.getuid():
                 continue
-            if marker in (entry / "cmdline").read_bytes() or marker in (
-                entry / "environ"
-            ).read_bytes():
+            if (
+                marker in (entry / "cmdline").read_bytes()
+                or marker in (entry / "environ").read_bytes()
+            ):
                 found.append(int(entry.name))
         except OSError:  # gone meanwhile, or not ours to read
             continue

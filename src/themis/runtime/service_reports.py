@@ -50,8 +50,7 @@ class ReportHandling(ServiceBase):
                 self.now(),
                 job.app_id,
                 job.trial_id,
-                f"refused a report for {report.app_id}/{report.trial_id}: out of range "
-                f"({problem})",
+                f"refused a report for {report.app_id}/{report.trial_id}: out of range ({problem})",
             )
             return False
         return True

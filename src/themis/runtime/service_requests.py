@@ -33,8 +33,9 @@ class RequestHandling(ServiceBase):
                 log.exception("themis serve: %s of %r failed", command.kind, command.app_id)
                 self.metrics.faults.labels("command").inc()
                 command.refuse(
-                    f"internal error while handling {command.kind}: "
-                    f"{type(exc).__name__}: {exc}"[:500]
+                    f"internal error while handling {command.kind}: {type(exc).__name__}: {exc}"[
+                        :500
+                    ]
                 )
                 changed = True
         return changed

@@ -636,8 +636,7 @@ def backup(state_dir: str | Path, dest: str | Path) -> str:
         raise ThemisError(f"backup failed: {exc}", source=str(dest)) from None
     if problem is not None:
         raise ThemisError(
-            f"the copy failed its integrity check ({problem}): the database itself is "
-            "damaged",
+            f"the copy failed its integrity check ({problem}): the database itself is damaged",
             source=str(dest),
         )
     return f"backed up {path} to {dest}: {apps} apps, {events} events (quick_check ok)"
