@@ -43,6 +43,7 @@ def test_every_command_is_registered() -> None:
         "cancel",
         "logs",
         "token",
+        "state",
     }
 
 

@@ -60,6 +60,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("themis.cli.runtime:cancel", "Cancel an app."),
     "logs": ("themis.cli.runtime:logs", "Show an app's event log."),
     "token": ("themis.cli.runtime:token", "Rotate the operator's API tokens."),
+    "state": ("themis.cli.state:state", "Back up the arbiter's state database."),
 }
 
 

@@ -280,7 +280,7 @@ def _serve_locked(
     url_file: str | None,
     tls: tuple[str | None, str | None],
 ) -> None:
-    from themis.runtime import ray_cluster
+    from themis.runtime import ray_cluster, reaper
     from themis.runtime import server as api_server
     from themis.runtime.api import ApiContext, make_api
     from themis.runtime.arbiter_service import ArbiterService
@@ -289,15 +289,20 @@ def _serve_locked(
     from themis.runtime.metrics import ArbiterMetrics
 
     tokens = OperatorTokens.load_or_create(state_dir)
+    listening = api_server.ApiServer.bind(*listen)  # a port in use: refused before Ray
     api_server.forget_private_env()
     from themis.runtime.ray_driver import RayDriver
 
     gpus, machines, racks, ray_host = local_shape
     local = None
+    watchdog = None
     if address is None:
         # serve itself is never a Ray driver: the driver runs in a child process that
         # may die with Ray while serve goes on (ray_driver.py, docs/runtime.md).
         local = ray_cluster.start_local(gpus, machines, racks, ray_host, connect=False)
+        # Ends this run's Ray processes and removes its temp dir if serve dies unstopped
+        # (kill -9 included): they lingered for minutes, the directory for ever.
+        watchdog = reaper.start(local.temp_root)  # held (its pipe open) until serve ends
         address = local.address
         where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
     else:
@@ -306,6 +311,7 @@ def _serve_locked(
         driver = RayDriver(address, options.grace)
         driver.wait_connected(timeout=180)
     except BaseException:
+        listening.close()
         if local is not None:
             local.shutdown()
         raise
@@ -331,7 +337,7 @@ def _serve_locked(
             commands=commands,
         )
         context = ApiContext(state_dir, tokens, commands, service.snapshot, metrics)
-        api = api_server.ApiServer.start(make_api(context), *listen, *tls)
+        api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
         api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
         click.echo(
@@ -354,6 +360,8 @@ def _serve_locked(
         driver.close()
         if local is not None:
             local.shutdown()
+        if watchdog is not None and watchdog.stdin is not None:
+            watchdog.stdin.close()  # stopped cleanly: it finds nothing left, and exits
 
 
 @click.command(short_help="Submit an app (app.yaml).")
