@@ -29,7 +29,8 @@ RECORDED = {
     "themis": (327, "21e1e8c4c18bb988", 139112.0),
     "optimus": (308, "12b2c27117b6cd08", 137912.0),
     "slaq": (307, "fb21843f3134eee2", 137912.0),
-    "tiresias": (314, "6f13cae0063c7c33", 137912.0),
+    # the authors' defaults, promotion rule and preemption choice (issue 18)
+    "tiresias": (313, "e450471fcbe99daa", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
     "gandiva": (310, "acef44aa027d2a62", 139112.0),
     # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right, insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from themis.errors import ThemisError
@@ -49,13 +49,14 @@ from themis.policies.base import (
 )
 from themis.policies.registry import register
 
-#: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at one GPU-hour
-#: (the paper's setting as re-implementations report it; the authors' simulator uses 3,250
-#: GPU-seconds; see the doc).
-THRESHOLDS: tuple[float, ...] = (3600.0,)
+#: Service thresholds (GPU-seconds) between the queues: K = 3 queues split at 3,250 and
+#: 7,200 GPU-seconds, the authors' default run (``dlas-gpu`` in SymbioticLab/Tiresias
+#: ``simulator/run_sim.py``, with ``num_queue = 3`` and ``queue_limit`` in ``jobs.py``).
+THRESHOLDS: tuple[float, ...] = (3250.0, 7200.0)
 
 #: STARVELIMIT = PROMOTE_KNOB x running time since the job last entered the top queue.
-PROMOTE_KNOB = 8.0
+#: Off (inf) as in the authors' default run; their ``dlas-gpu-8`` run sets 8.
+PROMOTE_KNOB = math.inf
 
 #: Times this close (seconds) are one instant, whatever the batching window.
 _EPS = 1e-6
@@ -89,10 +90,20 @@ class TiresiasPolicy(Policy):
     def __init__(
         self,
         options: PolicyOptions,
-        thresholds: Sequence[float] = THRESHOLDS,
-        promote_knob: float = PROMOTE_KNOB,
+        thresholds: Sequence[float] | None = None,
+        promote_knob: float | None = None,
     ) -> None:
+        """``thresholds`` and ``promote_knob`` default to ``options``' Tiresias settings,
+        and those to the authors' default run (``THRESHOLDS``, ``PROMOTE_KNOB``)."""
         super().__init__(options)
+        if thresholds is None:
+            thresholds = options.tiresias_thresholds
+            if thresholds is None:
+                thresholds = THRESHOLDS
+        if promote_knob is None:
+            promote_knob = options.tiresias_promote_knob
+            if promote_knob is None:
+                promote_knob = PROMOTE_KNOB
         thresholds = tuple(float(t) for t in thresholds)
         if any(not (0 < t < math.inf) for t in thresholds) or list(thresholds) != sorted(
             set(thresholds)
@@ -113,6 +124,9 @@ class TiresiasPolicy(Policy):
         # also a floor: a job demoted because its crossing was due within the batching
         # window stays demoted while it waits just short of the threshold.
         self._entered: dict[JobState, tuple[int, float]] = {}
+        # When each running job last started: with its queue entry, its place in its
+        # queue's list in the authors' simulator, whose tail is preempted first.
+        self._started: dict[JobState, float] = {}
         self._waiting: dict[AppState, _AppQueues] = {}
         # Apps numbered when first seen, in the order of the views' apps: arrival order.
         self._number: dict[AppState, int] = {}
@@ -209,11 +223,8 @@ class TiresiasPolicy(Policy):
                 still_waiting[q] -= 1
             elif job.gang <= len(free) + below:
                 if victims is None:
-                    # Lowest queue first, then the most service, then the latest arrival.
-                    victims = sorted(
-                        running,
-                        key=lambda j: (-stand[j][1], -stand[j][0], -pos[j.app], -j.index),
-                    )
+                    # The tail of the lowest queue first (see ``_place``).
+                    victims = sorted(running, key=lambda j: self._place(j, stand[j][1], pos))
                 for victim in self._preempt(job, q, len(free), victims, stand, gpus):
                     for g in gpus.pop(victim):
                         insort(free, g)
@@ -242,8 +253,15 @@ class TiresiasPolicy(Policy):
                     gpus[job] = taken
                     still_waiting[stand[job][1]] -= 1
 
+        marks, started = self._marks, self._started
         for job in gpus:
-            self._marks.setdefault(job, (now, 0.0))  # first start
+            if not job.gpus:
+                started[job] = now
+                mark = marks.get(job)
+                if mark is None:  # first start
+                    marks[job] = (now, 0.0)
+                elif mark[0] == math.inf:  # first start since a promotion: waiting counts
+                    marks[job] = (now, mark[1])  # from now on
         stopped = [j for j in preempted if j not in gpus]
         until = self._next_call(view, gpus, stand, still_waiting, waiting, stopped)
         return {job: Assignment(g, until) for job, g in gpus.items()}, stopped
@@ -253,8 +271,9 @@ class TiresiasPolicy(Policy):
         a crossing since the last round is recorded: the job entered its new queue when its
         service reached the threshold."""
         mark = self._marks.get(job)
-        if mark is None:  # started by someone else
-            mark = self._marks[job] = (now, 0.0)
+        if mark is None or mark[0] == math.inf:  # started by someone else
+            mark = self._marks[job] = (now, 0.0 if mark is None else mark[1])
+            self._started.setdefault(job, now)
         gang = job.spec.gang
         service = job.attained + gang * (now - job.held_since) - mark[1]
         q = bisect_right(self.thresholds, service + gang * (window + _EPS))
@@ -266,6 +285,17 @@ class TiresiasPolicy(Policy):
         elif known > q:
             q = known
         return service, q
+
+    def _place(
+        self, job: JobState, queue: int, pos: Mapping[AppState, int]
+    ) -> tuple[int, float, float, int, int]:
+        """A running job's victim rank, lowest first: the lowest queue first and in it the
+        tail of the queue's list, as in the authors' simulator, where a job joins the tail
+        of its queue when it enters it and a waiting job moves to the tail at each round
+        (so that the running jobs of a queue stand in the order they last started)."""
+        entered = self.entered(job)
+        last = max(entered, self._started.get(job, entered))
+        return (-queue, -last, -entered, -pos[job.app], -job.index)
 
     def _preempt(
         self,
@@ -354,7 +384,9 @@ class TiresiasPolicy(Policy):
                     due = self.promotion_at(job, *self.standing(job, now))
                     if due <= now + window + _EPS:  # dated when due if that has passed
                         at = min(due, now)
-                        self._marks[job] = (at, job.attained)
+                        # waiting counts again only once the job has run again (the
+                        # authors' last_pending_time grows only while executed_time > 0)
+                        self._marks[job] = (math.inf, job.attained)
                         self._entered[job] = (0, at)
             cached = self._build(app)
         return cached
@@ -417,6 +449,7 @@ class TiresiasPolicy(Policy):
         self._number = {a: v for a, v in self._number.items() if a in active}
         self._marks = {j: m for j, m in self._marks.items() if j.app in active}
         self._entered = {j: e for j, e in self._entered.items() if j.app in active}
+        self._started = {j: t for j, t in self._started.items() if j.app in active}
 
 
 def _in_order(waiting: list[_AppQueues]) -> Iterator[tuple[int, JobState]]:
