@@ -144,6 +144,56 @@ def test_starving_job_is_promoted_back_to_the_top_queue() -> None:
     assert [(s, e) for s, e, j, _ in intervals(r) if j == "a0"] == [(0.0, 15.0), (47.0, 132.0)]
 
 
+def test_a_job_entering_a_queue_stands_behind_the_jobs_waiting_there() -> None:
+    # 1x1x1. a0 (30 s) runs from 0; b0 (30 s) arrives at 2 and waits in the same top
+    # queue. At 10 a0 enters the low queue and b0 preempts it: b0 runs 10-20. At 20 b0
+    # enters the low queue too, at its tail, behind a0 which waits there: a0 preempts it
+    # (in the authors' simulator a job entering a queue joins the end of its list, after
+    # the waiting jobs) and runs 20-40; b0 runs last, 40-60. A job that entered earlier,
+    # at an earlier round, is never preempted by a job of its own queue.
+    r = run([("a", 0.0, [(1, 30.0)]), ("b", 2.0, [(1, 30.0)])], "1x1x1")
+    assert_intervals(
+        r,
+        [
+            (0.0, 10.0, "a0", (0,)),
+            (10.0, 20.0, "b0", (0,)),
+            (20.0, 40.0, "a0", (0,)),
+            (40.0, 60.0, "b0", (0,)),
+        ],
+    )
+
+
+def test_a_preempted_job_waits_ahead_of_those_already_waiting_in_its_queue() -> None:
+    # 1x1x3: c0 (1 GPU, 30 s) starts at 9 on GPU 0; a0 (2 GPUs, 15 s) at 12 on 1, 2 and
+    # enters the low queue at 17 (10 GPU-s). At 19 c0 enters it too, and b0 (2 GPUs,
+    # 2.5 s) arrives: of the low queue's running jobs, the tail (c0, just entered) then
+    # a0 are chosen, and c0 spared: a0 stops after 7 s. At 20 d0 (1 GPU, 20 s) arrives
+    # and preempts c0. At 21.5 b0 ends: c0, preempted last, waits ahead of a0 (the
+    # authors' lists move each round's preempted jobs ahead of the jobs already waiting)
+    # and runs 21.5-40.5 on GPU 1; a0 needs two GPUs and waits. At 30 d0 enters the low
+    # queue, behind a0: a0 preempts it and runs its last 8 s on 0, 2; d0 runs 38-48.
+    # (First come first served by queue entry would run a0 at 21.5, before c0.)
+    apps = [
+        ("c", 9.0, [(1, 30.0)]),
+        ("a", 12.0, [(2, 30.0)]),
+        ("b", 19.0, [(2, 5.0)]),
+        ("d", 20.0, [(1, 20.0)]),
+    ]
+    r = run(apps, "1x1x3")
+    assert_intervals(
+        r,
+        [
+            (9.0, 20.0, "c0", (0,)),
+            (12.0, 19.0, "a0", (1, 2)),
+            (19.0, 21.5, "b0", (1, 2)),
+            (20.0, 30.0, "d0", (0,)),
+            (21.5, 40.5, "c0", (1,)),
+            (30.0, 38.0, "a0", (0, 2)),
+            (38.0, 48.0, "d0", (0,)),
+        ],
+    )
+
+
 def test_after_a_promotion_waiting_counts_only_once_the_job_has_run_again() -> None:
     # 1x1x1, thresholds 50, PROMOTEKNOB 1; b0..f0 are 45 s jobs (never demoted). a0 (200
     # s) runs 0-60 (in the low queue from 50); b0 preempts it at 60 (c0 follows at 105).

@@ -8,15 +8,19 @@ promotion) replays the same jobs, and per-job completion times and per-app rho m
 
 - two synthetic 400-job traces on 32 GPUs (gangs of 1-8, placement-insensitive profiles,
   so that placement cannot make a difference the authors' ``count`` scheme does not
-  model): the median per-job completion ratio within 5%;
-- the bundled HyperDrive trace (4,697 jobs, apps one every 9,000 s, 2x4x8): the median
-  per-job ratio within 5%, and the largest per-app rho within 25% of the authors' (2.04):
-  the issue-18 check. The authors' rho is this project's rho (``posthoc_rho``) computed
-  from their finish times: the same T_cluster, N_avg from their apps' lifetimes.
+  model): the median per-job completion ratio within 5%, and 90% of jobs within 5%;
+- the bundled HyperDrive trace (4,697 jobs, apps one every 9,000 s, 2x4x8): the same per
+  job, and the largest per-app rho within 25% of the authors' (2.04): the issue-18
+  check. The authors' rho is this project's rho (``posthoc_rho``) computed from their
+  finish times: the same T_cluster, N_avg from their apps' lifetimes.
 
-Both simulators are event-driven with the same rules, but not step for step: ours batches
-events within 30 s and dates crossings exactly, theirs steps in whole seconds; so jobs
-near a tie may swap. That is what the tolerances cover.
+Measured: on the bundled trace 99.0% of jobs within 1% (max rho 2.031 against their
+2.030); on the synthetic traces 97.8% and 94.8% within 5%. Both simulators are
+event-driven with the same rules, but not step for step: ours batches events within 30 s
+and dates threshold crossings exactly; theirs steps in whole seconds, and checks a gang's
+crossing only at its next event (their jump time divides GPU-seconds minus seconds by
+the gang, which is late for gangs once they have run), so gangs there stay a little
+longer in a queue; jobs near a tie may then swap. That is what the tolerances cover.
 """
 
 from __future__ import annotations
@@ -55,12 +59,22 @@ def completions(result: SimulationResult, arrival: dict[str, float]) -> dict[str
     return {j: e - arrival[j] for j, e in end.items()}
 
 
-def median_ratio(ours: dict[str, float], theirs: dict[str, float]) -> float:
-    """Over the jobs both ran: ours has no interval for a job without work (2 rows of the
-    bundled trace), which theirs runs for the 1 s its parser allows at least."""
+def ratios(ours: dict[str, float], theirs: dict[str, float]) -> list[float]:
+    """Per job, ours / theirs, over the jobs both ran: ours has no interval for a job
+    without work (2 rows of the bundled trace), which theirs runs for the 1 s its parser
+    allows at least."""
     common = ours.keys() & theirs.keys()
     assert len(common) >= 0.999 * len(theirs), (len(common), len(theirs))
-    return statistics.median(ours[j] / theirs[j] for j in common)
+    return [ours[j] / theirs[j] for j in common]
+
+
+def check_per_job(ours: dict[str, float], theirs: dict[str, float]) -> None:
+    """The median ratio within 5% (issue 18), and nine jobs in ten within 5% of theirs:
+    the same schedule, job for job, up to the two simulators' clocks."""
+    r = ratios(ours, theirs)
+    assert 0.95 <= statistics.median(r) <= 1.05, statistics.median(r)
+    close = sum(1 for x in r if abs(x - 1) <= 0.05) / len(r)
+    assert close >= 0.9, close
 
 
 def max_rho(
@@ -113,15 +127,13 @@ def test_per_job_completions_match_the_authors_simulator(name: str) -> None:
         trace_format_name="tiresias",
     )
     arrival = {j.job_id: a.arrival for a in apps for j in a.jobs}
-    ratio = median_ratio(completions(result, arrival), authors_completions(name))
-    assert 0.95 <= ratio <= 1.05, ratio
+    check_per_job(completions(result, arrival), authors_completions(name))
 
 
 def test_bundled_trace_per_job_and_max_rho_match_the_authors_simulator() -> None:
     result, apps = run("hyperdrive", "2x4x8", profiles=None)
     arrival = {j.job_id: a.arrival for a in apps for j in a.jobs}
-    ratio = median_ratio(completions(result, arrival), authors_completions("hyperdrive"))
-    assert 0.95 <= ratio <= 1.05, ratio
+    check_per_job(completions(result, arrival), authors_completions("hyperdrive"))
 
     ends = authors_ends("hyperdrive")
     app_arrival = {a.app_id: a.arrival for a in apps}

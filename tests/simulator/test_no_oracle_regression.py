@@ -30,7 +30,7 @@ RECORDED = {
     "optimus": (308, "12b2c27117b6cd08", 137912.0),
     "slaq": (307, "fb21843f3134eee2", 137912.0),
     # the authors' defaults, promotion rule and preemption choice (issue 18)
-    "tiresias": (313, "e450471fcbe99daa", 137912.0),
+    "tiresias": (314, "744ed19a0b33862d", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
     # its own 60 s time slice instead of the lease (issue 18)
     "gandiva": (2277, "b108983bcd38d1ee", 139465.0),
