@@ -80,3 +80,17 @@ def test_estimate_error_changes_what_policies_see_not_the_truth(bundled: tuple) 
     assert sorted((i.start, i.job_id) for i in noisy.intervals) != sorted(
         (i.start, i.job_id) for i in exact.intervals
     )
+
+
+def test_gandiva_with_the_lease_as_its_slice_is_the_gandiva_recorded_before(bundled: tuple) -> None:
+    """Issue 18 gave Gandiva its own 60 s time slice; with the slice set to the lease it
+    makes exactly the schedule recorded before (only the slice changed)."""
+    workload, cluster, options = bundled
+    policy = make_policy("gandiva", replace(options, gandiva_slice=options.lease))
+    r = simulate(workload, cluster, policy, conditions=Conditions(0.0, 0.0))
+    text = repr(sorted((i.start, i.end, i.job_id, i.gpus) for i in r.intervals)) + repr(
+        [(a.app_id, a.finish, a.t_cluster) for a in r.apps]
+    )
+    makespan = max(a.finish for a in r.apps if a.finish is not None)
+    got = (r.rounds, hashlib.sha256(text.encode()).hexdigest()[:16], makespan)
+    assert got == (310, "acef44aa027d2a62", 139112.0)
