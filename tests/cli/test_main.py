@@ -91,6 +91,7 @@ def test_cli_defaults_agree_with_the_library() -> None:
     assert options.fairness_knob == defaults.FAIRNESS_KNOB
     assert options.lease == defaults.LEASE_S
     assert options.seed == defaults.SEED
+    assert options.gandiva_slice == defaults.GANDIVA_SLICE_S
     assert defaults.APP_INTERVAL_S == DEFAULT_APP_INTERVAL
     assert defaults.POLICY in policy_names()
     assert 0 <= defaults.FAIRNESS_KNOB < 1 and defaults.LEASE_S > 0 and defaults.BATCH_WINDOW_S >= 0

@@ -67,6 +67,11 @@ class RunConfig:
     restart_cost_s: float = defaults.RESTART_COST_S
     #: Lying apps (``--misreport``, ``model/lies.py``).
     misreport: tuple[Lie, ...] = ()
+    #: Tiresias: queue thresholds (None: the authors' default) and PROMOTEKNOB (None: off).
+    tiresias_queues: tuple[float, ...] | None = None
+    tiresias_promote_knob: float | None = None
+    #: Gandiva: its time slice in seconds.
+    gandiva_slice_s: float = defaults.GANDIVA_SLICE_S
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(
@@ -75,6 +80,9 @@ class RunConfig:
             seed=self.seed,
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
+            tiresias_thresholds=self.tiresias_queues,
+            tiresias_promote_knob=self.tiresias_promote_knob,
+            gandiva_slice=self.gandiva_slice_s,
         )
 
     def conditions(self) -> Conditions:
@@ -118,6 +126,11 @@ class RunConfig:
         out["estimate_error"] = self.estimate_error
         out["restart_cost_s"] = self.restart_cost_s
         out["misreport"] = [f"{lie.app_id}={lie.text}" for lie in self.misreport]
+        if self.tiresias_queues is not None:
+            out["tiresias_queues"] = list(self.tiresias_queues)
+        if self.tiresias_promote_knob is not None:
+            out["tiresias_promote_knob"] = self.tiresias_promote_knob
+        out["gandiva_slice_s"] = self.gandiva_slice_s
         return out
 
 
@@ -275,10 +288,57 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Model profiles JSON (default: the bundled model_profiles.json).",
         ),
         *variant_options(),
+        *baseline_options(),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def baseline_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """Settings of single baselines (defaults: as their authors run them)."""
+    return [
+        click.option(
+            "--tiresias-queues",
+            default=None,
+            metavar="T1,T2,...",
+            help="Tiresias: service thresholds between its queues, GPU-seconds, increasing "
+            "(3600: two queues)  [default: 3250,7200, the authors' default run]",
+        ),
+        click.option(
+            "--tiresias-promote-knob",
+            type=float,
+            default=None,
+            metavar="K",
+            help="Tiresias: promote a waiting job back to the top queue once it has waited "
+            "K times its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
+        ),
+        click.option(
+            "--gandiva-slice",
+            type=float,
+            default=defaults.GANDIVA_SLICE_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Gandiva: the round-robin time slice (not the lease).",
+        ),
+    ]
+
+
+def parse_thresholds(text: str | None) -> tuple[float, ...] | None:
+    """``--tiresias-queues``: comma-separated increasing positive GPU-seconds."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ThemisError(
+            f"must be comma-separated GPU-seconds, got '{text}'", field="--tiresias-queues"
+        ) from None
+    if any(not (0 < v < math.inf) for v in values) or list(values) != sorted(set(values)):
+        raise ThemisError(
+            f"must be increasing positive GPU-seconds, got '{text}'", field="--tiresias-queues"
+        )
+    return values
 
 
 def variant_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -339,6 +399,9 @@ def make_config(
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
     misreport: tuple[str, ...] = (),
+    tiresias_queues: str | None = None,
+    tiresias_promote_knob: float | None = None,
+    gandiva_slice: float = defaults.GANDIVA_SLICE_S,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -367,6 +430,20 @@ def make_config(
         raise ThemisError(
             f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
         )
+    if tiresias_promote_knob is not None and not tiresias_promote_knob > 0:
+        raise ThemisError(
+            f"must be > 0 (inf: off), got {tiresias_promote_knob}",
+            field="--tiresias-promote-knob",
+        )
+    if not (math.isfinite(gandiva_slice) and gandiva_slice > 0):
+        raise ThemisError(
+            f"must be a number of seconds > 0, got {gandiva_slice}", field="--gandiva-slice"
+        )
+    baselines: dict[str, Any] = {
+        "tiresias_queues": parse_thresholds(tiresias_queues),
+        "tiresias_promote_knob": tiresias_promote_knob,
+        "gandiva_slice_s": gandiva_slice,
+    }
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     lies = parse_lies(misreport)
@@ -397,6 +474,7 @@ def make_config(
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
+            **baselines,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -419,6 +497,7 @@ def make_config(
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,
+        **baselines,
     )
 
 

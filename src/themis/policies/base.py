@@ -142,6 +142,13 @@ class PolicyOptions:
     reservation_bound: float | None = None
     #: Themis: align lease ends to multiples of this many seconds (0: not aligned).
     lease_align: float = 0.0
+    #: Tiresias: service thresholds (GPU-seconds) between its queues (None: the authors'
+    #: default, ``tiresias.THRESHOLDS``) and its PROMOTEKNOB (None: the default, off).
+    tiresias_thresholds: tuple[float, ...] | None = None
+    tiresias_promote_knob: float | None = None
+    #: Gandiva: the round-robin time slice in seconds (Gandiva switches about every 60 s;
+    #: not the lease).
+    gandiva_slice: float = 60.0
 
 
 class Policy(ABC):
