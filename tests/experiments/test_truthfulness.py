@@ -67,7 +67,7 @@ def test_themis_is_not_proof_against_every_misreport_over_a_run() -> None:
 def test_the_table_names_each_lie() -> None:
     rows = list(measure(EQUAL, "srtf", "B").values())
     text = lies.markdown(rows)
-    assert "| srtf | 0.5x its work | 0.2 -> 0.1 | +50.0% | +100.0% |" in text
+    assert "| srtf |  | work:0.5 | B | 0.2 -> 0.1 | +50.0% |  | +100.0% |" in text
 
 
 def test_misreporting_an_unknown_app_is_a_user_error() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import (
     describe,
@@ -22,9 +23,10 @@ from themis.cli.run_options import (
 )
 from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
+from themis.model.lies import DEFAULT_LIARS, DEFAULT_LIES
 
 
-@click.group(short_help="Run a predefined experiment (the paper's evaluation).")
+@click.group(cls=HelpGroup, short_help="Run a predefined experiment (the paper's evaluation).")
 def experiment() -> None:
     """Predefined experiments: many simulations, one report."""
 
@@ -116,88 +118,124 @@ def paper(
     click.echo(f"wrote {path}, {out / RESULTS_MD}, {out / RESULTS_JSON}")
 
 
-#: The size-aware policies a lie about work can move (the finish-time-fair ones under any
-#: of their names, SRTF, Optimus), measured when registered.
-TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "gavel", "srtf", "optimus")
+#: The policies measured by default: Themis, the oracle it is judged against, and max-min
+#: (blind to every report, so a lie can only move it by what it really submits).
+TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
 
 
-@experiment.command(short_help="What a lying app gains, and the honest ones lose, per policy.")
+@experiment.command(short_help="What lying apps gain, and honest ones lose, per policy.")
 @click.option(
     "--policies",
     default=None,
     metavar="A,B,...",
-    help="Policies to measure  [default: those of themis, ftf-oracle, gavel, srtf "
-    "and optimus that are registered]",
+    help="Policies to measure  [default: those of themis, ftf-oracle and max-min that are "
+    "registered]",
 )
 @click.option(
-    "--liar",
-    default=None,
-    metavar="APP",
-    help="The app that misreports  [default: the app arriving in the middle]",
-)
-@click.option(
-    "--factors",
-    default="2,0.5",
+    "--liars",
+    default=",".join(DEFAULT_LIARS),
     show_default=True,
-    metavar="X,Y,...",
-    help="What the liar declares, as multiples of its true work (one run per factor).",
+    metavar="SEL,...",
+    help="Who lies, each in a run of its own: app ids, 'middle' (the app arriving in the "
+    "middle), 'worst:N' (the N worst-off apps of the first policy's honest run), "
+    "'vgg-gang' (the first multi-GPU app of a VGG model).",
+)
+@click.option(
+    "--lies",
+    default=",".join(DEFAULT_LIES),
+    show_default=True,
+    metavar="LIE,...",
+    help="Lies told, each in a run of its own: work:F, placement:flat|sensitive, gang:F, "
+    "ask:F, split:K (see --misreport of simulate), or pair:LIE (the liar and the app arriving "
+    "next tell it together).",
 )
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(defaults.OUT_DIR) / "truthfulness",
     show_default=True,
-    help="Where truthfulness.md goes.",
+    help="Where truthfulness.md and truthfulness.csv go.",
 )
 @run_options
+@seeds_option
 @workers_option
 @QUIET
 def truthfulness(
     policies: str | None,
-    liar: str | None,
-    factors: str,
+    liars: str,
+    lies: str,
+    seeds: str | None,
     out: Path,
     workers: int | None,
     quiet: bool,
     **options: Any,
 ) -> None:
-    """Run each policy with every app honest, then with one app declaring FACTOR times
-    its work (the simulator runs the truth); print and write the liar's gain and the
-    honest apps' loss (experiments/truthfulness.py)."""
+    """Run each policy with every app honest, then once per (lie, liar) with that app
+    lying (the simulator runs the truth), for each seed; print how often and how much
+    each lie paid per policy and write every case (experiments/truthfulness.py)."""
     from themis.cli.runs import request, run
-    from themis.experiments import truthfulness as lies
+    from themis.experiments import truthfulness as measure
     from themis.policies import policy_names
     from themis.reports.files import ensure_dir
 
     if options.get("misreport"):
-        raise ThemisError("the experiment chooses the liar: use --liar", field="--misreport")
+        raise ThemisError("the experiment chooses the liars: use --liars", field="--misreport")
     if policies is None:
         known = policy_names()
         names = [p for p in TRUTHFULNESS_POLICIES if p in known]
     else:
         names = parse_policies(policies, "--policies")
-    try:
-        factor_list = [float(x) for x in factors.split(",")]
-    except ValueError:
-        raise ThemisError(f"'{factors}' is not a list of numbers", field="--factors") from None
-    if any(not (f > 0 and f != float("inf")) or f == 1.0 for f in factor_list):
-        raise ThemisError(f"factors must be numbers > 0 other than 1: {factors}", field="--factors")
+    lie_list = [x.strip() for x in lies.split(",") if x.strip()]
+    if not lie_list:
+        raise ThemisError("name at least one lie", field="--lies")
+    for lie in lie_list:
+        measure.check_lie_text(lie)
+    selectors = [x.strip() for x in liars.split(",") if x.strip()]
+    if not selectors:
+        raise ThemisError("name at least one liar", field="--liars")
     config = make_config(**options)
-    workload, cluster = load_inputs(config)
-    arrivals = sorted(workload.apps, key=lambda a: a.arrival)
-    chosen = liar if liar is not None else arrivals[len(arrivals) // 2].app_id
-    if chosen not in {a.app_id for a in workload.apps}:
-        raise ThemisError(f"no app '{chosen}' in the workload", field="--liar")
+    seed_list = parse_seeds(seeds, seed_on_command_line()) or [config.seed]
     ensure_dir(out)
-    base = [replace(request(p, workload, config, out), out_dir=None) for p in names]
-    todo = lies.requests(base, chosen, factor_list)
-    click.echo(f"{describe(workload, cluster, config)}; liar: {chosen}")
-    records = run(todo, workers, quiet, "run")
-    rows = lies.outcomes({r.label: r for r in records}, names, chosen, factor_list)
-    table = lies.markdown(rows)
+    inputs = {s: load_inputs(config.with_seed(s)) for s in seed_list}
+    base = {
+        (p, s): replace(
+            request(p, inputs[s][0], config.with_seed(s), out),
+            label=measure.honest_label(p, s),
+            out_dir=None,
+        )
+        for s in seed_list
+        for p in names
+    }
+    workload, cluster = inputs[seed_list[0]]
+    for s in seed_list:
+        measure.check_selectors(selectors, inputs[s][0])
+    click.echo(f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}")
+    honest = {r.label: r for r in run(list(base.values()), workers, quiet, "honest run")}
+    todo = []
+    plan: list[tuple[str, int, measure.LieCase, str]] = []
+    for s in seed_list:
+        workload, cluster = inputs[s]
+        chosen = measure.choose_liars(
+            selectors, workload, honest[measure.honest_label(names[0], s)]
+        )
+        machine = max(len(g) for g in cluster.machine_gpus.values())
+        for case in measure.cases(lie_list, chosen, workload):
+            for p in names:
+                label = measure.case_label(p, case, s)
+                todo.append(measure.lie_request(base[(p, s)], case, machine, label))
+                plan.append((p, s, case, label))
+    lying = {r.label: r for r in run(todo, workers, quiet, "lying run")}
+    rows = [
+        measure.outcome(p, s, case, honest[measure.honest_label(p, s)], lying[label])
+        for p, s, case, label in plan
+    ]
+    summary = measure.summary_markdown(measure.summarize_lies(rows))
+    header = f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}"
     path = out / "truthfulness.md"
     path.write_text(
-        f"# Truthfulness\n\n{describe(workload, cluster, config)}; liar: {chosen}\n\n{table}"
+        f"# Truthfulness\n\n{header}\n\n## Per policy and lie\n\n{summary}\n"
+        f"## Every case\n\n{measure.markdown(rows)}"
     )
-    click.echo(table, nl=False)
-    click.echo(f"wrote {path}")
+    (out / "truthfulness.csv").write_text(measure.rows_csv(rows))
+    click.echo(summary, nl=False)
+    click.echo(f"wrote {path} and {out / 'truthfulness.csv'}")

@@ -5,7 +5,8 @@ Its four figures are the paper's way of looking at a comparison: the CDF of rho 
 headline: how far the worst-off apps are from fair), the CDF of completion time (what the
 fairness costs or buys in latency), GPUs in use over time (efficiency; one panel per
 policy), and each app's rho against its size (which apps a policy favours). With several
-seeds every seed's run is drawn. The per-app section lists each policy's worst apps.
+seeds the CDFs show the median over the seeds and their range, the scatter every seed's
+apps. The per-app section lists each policy's worst apps.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from themis.reports.apps_table import SeededRecord, all_apps_table, worst_apps_table
 from themis.reports.html import Figure, Section, Table, summary_rows_table
-from themis.reports.plots import cdf_figure, scatter_figure, to_svg, usage_figure
+from themis.reports.plots import MAX_BANDS, cdf_figure, scatter_figure, to_svg, usage_figure
 from themis.reports.record import RunRecord
 from themis.reports.seeds import by_policy, seed_rows
 
@@ -40,7 +41,9 @@ def comparison_figures(groups: Groups) -> list[Figure]:
     }
     first_seed, first = next(iter(groups.values()))[0]
     capacity = first.capacity
-    per_seed = " (one line per seed)" if several else ""
+    # Bands for a few policies only (plots.cdf_figure): more overlap into one mass.
+    band = ", shaded: their range" if len(groups) <= MAX_BANDS else "; the table gives ranges"
+    per_seed = f" (with several seeds: the median over them{band})" if several else ""
     return [
         Figure(
             to_svg(

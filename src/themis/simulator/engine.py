@@ -25,6 +25,7 @@ from themis.fairness.ftf import ActiveApps, t_cluster
 from themis.model.cluster import Cluster
 from themis.model.gpu_types import with_type_times
 from themis.model.knowledge import check_estimate_error, declared
+from themis.model.lies import by_submitted_app, check_lie, claimed_profile
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
@@ -58,9 +59,14 @@ class Conditions:
     #: (app, factor): apps that misreport their work on purpose, declaring ``factor``
     #: times it (the truthfulness experiment, ``experiments/truthfulness.py``).
     misreport: tuple[tuple[str, float], ...] = ()
+    #: (app, claim): apps that lie about their placement sensitivity ("flat" or
+    #: "sensitive", ``model/lies.py``); policies see the claimed profile, progress the true.
+    claims: tuple[tuple[str, str], ...] = ()
 
     def check(self) -> None:
         check_estimate_error(self.estimate_error)
+        for _, claim in self.claims:
+            check_lie("placement", claim)
         for app_id, factor in self.misreport:
             if not (math.isfinite(factor) and factor > 0):
                 raise ThemisError(
@@ -129,10 +135,10 @@ class Simulator:
     ) -> None:
         check_fits(workload, cluster)
         conditions.check()
-        known = {a.app_id for a in workload.apps}
-        for app_id, _ in conditions.misreport:
-            if app_id not in known:
-                raise ThemisError(f"no app '{app_id}' in the workload", field="--misreport")
+        submitted = [a.app_id for a in workload.apps]
+        # A lie told by an app that split itself holds for each of its parts.
+        self._lies = by_submitted_app(conditions.misreport, submitted)
+        self._claims = by_submitted_app(conditions.claims, submitted)
         self.workload = with_type_times(workload, cluster)
         self.cluster = cluster
         self.policy = policy
@@ -140,7 +146,8 @@ class Simulator:
         self.on_app_finished = on_app_finished
         self.conditions = conditions
         self.restart_cost = conditions.restart_cost
-        self._lies = dict(conditions.misreport)
+        #: The true profile of apps that claim another placement sensitivity.
+        self._true_profiles: dict[AppState, ModelProfile] = {}
         self.active: list[AppState] = []
         self.all_apps: list[AppState] = []
         self.activity = ActiveApps()
@@ -215,7 +222,10 @@ class Simulator:
     # -- what events do ---------------------------------------------------------------------
 
     def admit(self, spec: AppSpec, now: float) -> None:
-        profile = self.workload.profiles[spec.model]
+        profile = true_profile = self.workload.profiles[spec.model]
+        claim = self._claims.get(spec.app_id)
+        if claim is not None:
+            profile = claimed_profile(true_profile, claim, list(self.workload.profiles.values()))
         app = AppState(
             declared(
                 spec,
@@ -228,8 +238,10 @@ class Simulator:
         )
         app.t_cluster = t_cluster(profile, app.remaining_by_gang(now), self.cluster.shape)
         self._true_specs[app] = spec
-        if app.spec is not spec and spec.search is None:
-            self._t_cluster[app] = _t_cluster_of(spec, profile, now, self.cluster)
+        if claim is not None:
+            self._true_profiles[app] = true_profile
+        if (app.spec is not spec or claim is not None) and spec.search is None:
+            self._t_cluster[app] = _t_cluster_of(spec, true_profile, now, self.cluster)
         if spec.search is not None:
             self._searches[app] = SearchBook(spec, self.workload.curves)
         for job, truth in zip(app.jobs, spec.jobs, strict=True):
@@ -280,7 +292,8 @@ class Simulator:
         if search is not None:  # T_cluster of the work the trials did in the end
             spec = self._true_specs[app]
             did = tuple(replace(j, work=search.realized(j.job_id, j.work)) for j in spec.jobs)
-            app.t_cluster = _t_cluster_of(replace(spec, jobs=did), app.profile, now, self.cluster)
+            profile = self._true_profiles.get(app, app.profile)
+            app.t_cluster = _t_cluster_of(replace(spec, jobs=did), profile, now, self.cluster)
         elif app in self._t_cluster:
             app.t_cluster = self._t_cluster[app]  # the truth, for the report
         app.finish = now if finish is None else finish
@@ -474,7 +487,10 @@ class Simulator:
     def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
         cluster = self.cluster
         gpu_type = cluster.gang_type(gpus) if cluster.typed else None
-        rate = job.app.profile.speed(len(gpus), cluster.span(gpus), gpu_type)
+        profile = (
+            self._true_profiles.get(job.app, job.app.profile) if self._claims else job.app.profile
+        )
+        rate = profile.speed(len(gpus), cluster.span(gpus), gpu_type)
         job.start(tuple(sorted(gpus)), rate, now, self.restart_cost)
         token = next(self._token)
         self.tokens[id(job)] = token

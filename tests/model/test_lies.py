@@ -1,0 +1,136 @@
+"""Lies as data (``model/lies.py``): parsing, the workload a liar submits, and the truth the
+simulator keeps while policies read the lie."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from themis.errors import ThemisError
+from themis.model.cluster import Cluster
+from themis.model.lies import (
+    Lie,
+    apply_lies,
+    by_submitted_app,
+    claimed_profile,
+    parse_lie,
+    parse_lies,
+    split_app,
+)
+from themis.model.profiles import ModelProfile
+from themis.model.workload import AppSpec, JobSpec, LossCurve, Search, Workload
+from themis.policies import PolicyOptions, make_policy
+from themis.simulator.engine import Conditions, simulate
+
+#: 1 iteration/s per GPU; loses half its speed across machines.
+VGG = ModelProfile("vgg", time_per_iteration=1.0, cross_machine=0.5, cross_rack=0.25)
+RESNET = ModelProfile("resnet", time_per_iteration=1.0, cross_machine=0.9, cross_rack=0.8)
+
+
+def app(app_id: str, gangs: list[int], work: float = 100.0, arrival: float = 0.0) -> AppSpec:
+    jobs = tuple(JobSpec(f"{app_id}{k}", g, work) for k, g in enumerate(gangs))
+    return AppSpec(app_id, arrival, "vgg", jobs)
+
+
+def test_parse_reads_every_kind_and_the_old_form() -> None:
+    assert parse_lie("a=2") == Lie("a", "work", 2.0)
+    assert parse_lie(" a = work:0.5") == Lie("a", "work", 0.5)
+    assert parse_lie("a=placement:flat") == Lie("a", "placement", "flat")
+    assert parse_lie("a=split:3").text == "split:3"
+    assert [x.kind for x in parse_lies(["a=2", "a=gang:0.5", "b=ask:2"])] == [
+        "work",
+        "gang",
+        "ask",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("a", "is not APP=KIND:VALUE"),
+        ("=2", "is not APP=KIND:VALUE"),
+        ("a=nope:2", "unknown kind"),
+        ("a=work:-1", "> 0"),
+        ("a=work:inf", "> 0"),
+        ("a=gang:1", "the truth"),
+        ("a=split:1", "integer >= 2"),
+        ("a=placement:2", "flat or sensitive"),
+    ],
+)
+def test_bad_lies_are_clear_errors(text: str, fragment: str) -> None:
+    with pytest.raises(ThemisError, match="--misreport") as error:
+        parse_lie(text)
+    assert fragment in str(error.value)
+
+
+def test_two_lies_of_one_kind_by_one_app_are_refused() -> None:
+    with pytest.raises(ThemisError, match="two lies of kind 'work'"):
+        parse_lies(["a=2", "a=work:0.5"])
+
+
+def test_split_deals_trials_round_robin_into_parts_arriving_together() -> None:
+    parts = split_app(app("a", [1, 2, 4, 1, 2], arrival=7.0), 2)
+    assert [p.app_id for p in parts] == ["a~1", "a~2"]
+    assert [[j.job_id for j in p.jobs] for p in parts] == [["a0", "a2", "a4"], ["a1", "a3"]]
+    assert {p.arrival for p in parts} == {7.0}
+    # never more parts than trials
+    assert [p.app_id for p in split_app(app("b", [1, 1]), 5)] == ["b~1", "b~2"]
+    assert split_app(app("c", [1]), 3) == [app("c", [1])]
+
+
+@given(
+    gangs=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=6),
+    factor=st.sampled_from([0.25, 0.5, 2.0, 3.0]),
+)
+def test_gang_keeps_iterations_and_ask_keeps_duration(gangs: list[int], factor: float) -> None:
+    """``gang:F`` keeps each trial's iterations (its GPU-time on one machine); ``ask:F``
+    keeps its duration (iterations / gang), whatever rounding and the cap do."""
+    w = Workload((app("a", gangs),), {"vgg": VGG})
+    same_work = apply_lies(w, [Lie("a", "gang", factor)], max_gang=8).workload.apps[0]
+    same_time = apply_lies(w, [Lie("a", "ask", factor)], max_gang=8).workload.apps[0]
+    for before, work, time in zip(w.apps[0].jobs, same_work.jobs, same_time.jobs, strict=True):
+        assert 1 <= work.gang <= 8 and work.gang == time.gang
+        assert work.work == before.work
+        assert time.work / time.gang == pytest.approx(before.work / before.gang)
+
+
+def test_a_split_search_keeps_each_trials_loss_curve() -> None:
+    search = AppSpec("s", 0.0, "vgg", (JobSpec("t0", 1, 90.0), JobSpec("t1", 1, 90.0)),
+                     Search(eta=3, min_work=10.0))  # fmt: skip
+    curves = {("s", "t0"): LossCurve(1.0, 1.0, 0.5), ("s", "t1"): LossCurve(2.0, 1.0, 0.5)}
+    w = Workload((search,), {"vgg": VGG}, curves=curves)
+    submitted = apply_lies(w, [Lie("s", "split", 2)], max_gang=8)
+    assert submitted.parts == {"s": ("s~1", "s~2")}
+    assert submitted.workload.curves[("s~2", "t1")] == curves[("s", "t1")]
+
+
+def test_lies_about_unknown_apps_are_errors() -> None:
+    w = Workload((app("a", [1]),), {"vgg": VGG})
+    with pytest.raises(ThemisError, match="no app 'z'"):
+        apply_lies(w, [Lie("z", "gang", 2.0)], max_gang=8)
+    with pytest.raises(ThemisError, match="no app 'z'"):
+        by_submitted_app([("z", 2.0)], ["a"])
+    assert by_submitted_app([("a", 2.0)], ["a~1", "a~2", "b"]) == {"a~1": 2.0, "a~2": 2.0}
+
+
+def test_claimed_profiles_keep_speed_and_change_only_placement() -> None:
+    flat = claimed_profile(VGG, "flat", [VGG, RESNET])
+    assert (flat.time_per_iteration, flat.cross_machine, flat.cross_rack) == (1.0, 1.0, 1.0)
+    sensitive = claimed_profile(RESNET, "sensitive", [VGG, RESNET])
+    assert (sensitive.cross_machine, sensitive.cross_rack) == (0.5, 0.25)
+
+
+def test_a_placement_claim_moves_what_policies_see_never_the_truth() -> None:
+    """One 2-GPU VGG trial on two 1-GPU machines: it must span machines and runs at half
+    speed (2 x 0.5 iterations/s: 100 s for 100 iterations) whatever it claims. Claiming
+    "flat" makes its declared T_cluster 50 s, but the report keeps the truth, 100 s."""
+    w = Workload((app("a", [2]),), {"vgg": VGG})
+    cluster = Cluster.from_spec("1x2x1")
+    honest = simulate(w, cluster, make_policy("fifo", PolicyOptions()))
+    claim = Conditions(claims=(("a", "flat"),))
+    lying = simulate(w, cluster, make_policy("fifo", PolicyOptions()), conditions=claim)
+    assert [(i.start, i.end) for i in lying.intervals] == [(0.0, 100.0)]
+    assert [(i.start, i.end) for i in honest.intervals] == [(0.0, 100.0)]
+    assert lying.apps[0].t_cluster == honest.apps[0].t_cluster == 100.0
+    assert lying.apps[0].profile.cross_machine == 1.0  # what the policy read
