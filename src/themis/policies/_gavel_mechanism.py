@@ -11,9 +11,12 @@ Followed, in ``scheduler/scheduler.py`` of stanford-futuredata/gavel:
   and every job's counter restarts at half a round;
 - ``_update_priorities``: in simulation the allocation is recomputed only together with a
   reset, when something changed (an arrival or a completion) and at least 1920 s have
-  passed since the last one; a job's priority is ``allocation / fraction``, ``fraction``
-  its share of all time received since the reset (``allocation * 1e9`` when none was
-  received); a job with no allocation yet has priority 0;
+  passed since the last one (``reset_due``); on a physical cluster ``_allocation_thread``
+  re-solves at every arrival and completion and the counters reset once a new allocation
+  came and 1920 s have passed (``resolve``, ``counters_due``); a job's priority is
+  ``allocation / fraction``, ``fraction`` its share of all time received since the reset
+  (``allocation * 1e9`` when none was received); a job with no allocation yet has
+  priority 0;
 - ``_schedule_jobs_on_workers_helper``: jobs sorted by (priority, deficit, allocation),
   highest first, each taken if its gang fits the workers left, else passed over;
 - ``_schedule_jobs_on_workers`` and ``_assign_workers_to_job``: the chosen jobs, biggest
