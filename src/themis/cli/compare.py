@@ -105,14 +105,15 @@ def compare(
 def _one_seed(config: RunConfig, records: list[RunRecord], out_dir: Path) -> None:
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.tables import comparison_table
+    from themis.reports.tables import comparison_tables
 
     summaries = [r.summary for r in records]
     write_json(
         out_dir / COMPARISON_FILE,
         {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]},
     )
-    print_table(comparison_table(summaries))
+    for table in comparison_tables(summaries):
+        print_table(table)
 
 
 def _seeds(
@@ -124,7 +125,7 @@ def _seeds(
 ) -> None:
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
+    from themis.reports.seeds import JOB_SEED_METRICS, aggregate_dict, by_policy, seeds_table
 
     grouped = by_policy([(q.policy, r.summary) for q, r in zip(requests, records, strict=True)])
     settings = {k: v for k, v in config.to_dict().items() if k != "seed"}
@@ -141,6 +142,9 @@ def _seeds(
     )
     seeds = ", ".join(map(str, seed_list))
     print_table(seeds_table(grouped, f"median (min-max) over seeds {seeds}"))
+    print_table(
+        seeds_table(grouped, f"jobs, median (min-max) over seeds {seeds}", JOB_SEED_METRICS)
+    )
 
 
 def _report(
@@ -155,6 +159,7 @@ def _report(
     from themis.reports.comparison import (
         apps_section,
         comparison_figures,
+        jobs_section,
         seeds_section,
         single,
     )
@@ -173,5 +178,8 @@ def _report(
         main = seeds_section(groups, "Comparison")
     setup = Section("Configuration", "", [config_table(settings, "")])
     return write_report(
-        report, "Themis: policy comparison", lines, [setup, main, apps_section(groups)]
+        report,
+        "Themis: policy comparison",
+        lines,
+        [setup, main, jobs_section(groups), apps_section(groups)],
     )

@@ -90,9 +90,10 @@ def cdf_figure(
     xlabel: str,
     log_x: bool = False,
     marker_x: float | None = None,
+    ylabel: str = "fraction of apps",
 ) -> Figure:
     """Empirical CDFs: per label, one step line per seed's sample, in the label's colour."""
-    fig, ax = _new(title, xlabel, "fraction of apps")
+    fig, ax = _new(title, xlabel, ylabel)
     for k, (label, per_seed) in enumerate(samples.items()):
         several = len(per_seed) > 1
         for s, values in enumerate(per_seed):
