@@ -2,7 +2,8 @@
 
 1. visibility: every active app with unmet demand reports its rho with what it holds now
    (leases ending in this round included; its bid's "nothing" is what it keeps);
-2. offer: the worst ``ceil((1 - f) n)`` of them (at least one) are offered the free GPUs;
+2. offer: the worst ``ceil((1 - f) n)`` of them (at least one) are offered the free GPUs,
+   and with them the app that has waited longest for its first GPU (docs/gangs.md §6);
 3. bids: each offered agent returns a menu of bundles with the rho each would give;
 4. Partial Allocation picks the proportional-fair bundles and keeps hidden payments;
 5. leftover allocation places every GPU still free where a job can use it;
