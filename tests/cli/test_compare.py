@@ -102,7 +102,9 @@ def test_report_writes_one_self_contained_html(cli, tiny_trace: Path, tmp_path: 
     assert result.code == 0, result.err
     assert sorted(p.name for p in report.iterdir()) == ["report.html"]
     text = (report / "report.html").read_text()
-    assert text.count("<figure") == text.count("<svg") == 4
+    # the comparison's four figures and the CDF of the jobs' waits (the Jobs section)
+    assert text.count("<figure") == text.count("<svg") == 5
+    assert "<h2>Jobs</h2>" in text
     assert "<th>themis</th><th>fifo</th>" in text
     assert "<td>--cluster</td><td>1x1x4</td>" in text  # the configuration, as typed
     assert "<td>--lease</td><td>600</td>" in text and "False" not in text
@@ -155,8 +157,9 @@ def test_seeds_run_every_policy_per_seed_and_aggregate(
         drawn_models.add(tuple(models))
     assert len(drawn_models) == 3  # the seeds really drew different models
     assert "median (min-max) over seeds 0, 2, 5" in result.out
+    assert "jobs, median (min-max) over seeds 0, 2, 5" in result.out
     text = (report / "report.html").read_text()
-    assert text.count("<svg") == 4 and "over all seeds" in text
+    assert text.count("<svg") == 5 and "over all seeds" in text
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,8 @@ def make_result(
     for spec, (_, _, finish, t_cl, _) in zip(specs, apps, strict=True):
         state = AppState(spec, PROFILE, t_cl)
         state.finish = finish
+        for job in state.jobs:
+            job.finished_at = finish
         states.append(state)
     workload = Workload(specs, {"toy": PROFILE}, "hand-made")
     n_avg = {app_id: n for app_id, _, _, _, n in apps}

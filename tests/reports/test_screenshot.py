@@ -80,7 +80,7 @@ def test_every_figure_has_a_size_on_the_page(report: Path, tmp_path: Path) -> No
     found = re.search(r'data-figures="([^"]*)"', dom)
     assert found, "the page did not finish loading"
     sizes = json.loads(found.group(1).replace("&quot;", '"'))
-    assert len(sizes) == 4  # CDF of rho, CDF of completion, usage, scatter
+    assert len(sizes) == 5  # CDF of rho, CDF of completion, usage, scatter, CDF of job waits
     for width, height in sizes:
         assert width >= 400 and height >= 200, sizes
 

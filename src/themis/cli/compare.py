@@ -119,13 +119,14 @@ def _one_seed(
     """Write OUT/comparison.json (and print the table if ``table``); returns its payload."""
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.tables import comparison_table
+    from themis.reports.tables import comparison_tables
 
     summaries = [r.summary for r in records]
     payload = {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]}
     write_json(out_dir / COMPARISON_FILE, payload)
     if table:
-        print_table(comparison_table(summaries))
+        for one in comparison_tables(summaries):
+            print_table(one)
     return payload
 
 
@@ -141,7 +142,7 @@ def _seeds(
     ``table``); returns its payload."""
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
+    from themis.reports.seeds import JOB_SEED_METRICS, aggregate_dict, by_policy, seeds_table
 
     grouped = by_policy([(q.policy, r.summary) for q, r in zip(requests, records, strict=True)])
     settings = {k: v for k, v in config.to_dict().items() if k != "seed"}
@@ -157,6 +158,9 @@ def _seeds(
     if table:
         seeds = ", ".join(map(str, seed_list))
         print_table(seeds_table(grouped, f"median (min-max) over seeds {seeds}"))
+        print_table(
+            seeds_table(grouped, f"jobs, median (min-max) over seeds {seeds}", JOB_SEED_METRICS)
+        )
     return payload
 
 
@@ -172,6 +176,7 @@ def _report(
     from themis.reports.comparison import (
         apps_section,
         comparison_figures,
+        jobs_section,
         seeds_section,
         single,
     )
@@ -191,5 +196,5 @@ def _report(
     from themis.cli.main import command_line
 
     setup = Section("Configuration", "", [config_table(settings, "")])
-    sections = [setup, main, apps_section(groups)]
+    sections = [setup, main, jobs_section(groups), apps_section(groups)]
     return write_report(report, "Themis: policy comparison", lines, sections, command_line())
