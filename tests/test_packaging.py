@@ -4,6 +4,7 @@ one version, an installable torch extra."""
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
@@ -59,3 +60,44 @@ def test_mypy_runs_in_ci_through_the_readme_test_command() -> None:
     assert ".venv/bin/mypy src" in command
     assert command in readme
     assert "mypy" in " ".join(PYPROJECT["project"]["optional-dependencies"]["test"])
+
+
+def test_the_package_index_page_has_metadata_and_the_readme_names_the_distribution() -> None:
+    project = PYPROJECT["project"]
+    assert project["name"] == "themis-scheduler"
+    assert project["urls"] and all(u.startswith("https://") for u in project["urls"].values())
+    assert {"gpu", "scheduling", "fairness"} <= set(project["keywords"])
+    classifiers = project["classifiers"]
+    assert "Typing :: Typed" in classifiers  # py.typed ships (test above)
+    lowest = project["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {lowest}" in classifiers
+    readme = (ROOT / "README.md").read_text()
+    assert "`themis-scheduler`" in readme and "pip install themis-scheduler" in readme
+
+
+def _manifest_grafts() -> set[str]:
+    lines = (ROOT / "MANIFEST.in").read_text().splitlines()
+    return {line.split()[1] for line in lines if line.startswith("graft ")}
+
+
+def test_every_file_the_readme_links_is_in_the_source_distribution() -> None:
+    """The README's relative links work in the repository and in the unpacked sdist (the
+    README says so): each target exists and is in a folder MANIFEST.in grafts, or is one
+    of the files an sdist always holds."""
+    readme = (ROOT / "README.md").read_text()
+    targets = {t.split("#")[0] for t in re.findall(r"\]\(([^)#][^)]*)\)", readme)}
+    local = sorted(t for t in targets if "://" not in t)
+    assert len(local) > 10
+    always = {"README.md", "LICENSE", "pyproject.toml", "CHANGELOG.md"}
+    grafted = _manifest_grafts()
+    assert {"examples", "docs"} <= grafted
+    for target in local:
+        assert (ROOT / target).exists(), target
+        assert target in always or target.split("/")[0] in grafted | {"src"}, target
+    assert "include CHANGELOG.md" in (ROOT / "MANIFEST.in").read_text()
+
+
+def test_build_output_is_ignored_and_the_changelog_has_this_version() -> None:
+    assert "dist/" in (ROOT / ".gitignore").read_text().splitlines()
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"## [{themis.__version__}]" in changelog

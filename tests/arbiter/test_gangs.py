@@ -13,7 +13,7 @@ from tests.policies.hand import TOY, hold, make_app, view, workload
 from tests.simulator.test_invariants import check_result, idle_while_waiting, scenarios
 from themis.arbiter.reservation import choose_target
 from themis.arbiter.round import Arbiter
-from themis.fairness.ftf import RemainingWork, starving_rho
+from themis.fairness.ftf import RemainingWork, starving_rho, t_cluster
 from themis.model.cluster import Cluster
 from themis.policies import PolicyOptions, make_policy
 from themis.policies.themis import ThemisPolicy
@@ -171,3 +171,48 @@ def test_a_reservation_never_holds_gpus_idle_longer_than_its_bound(scenario) -> 
         + (book.current.gang * bound if book.current else 0.0)
         + 1e-6
     )
+
+
+def test_the_app_waiting_longest_for_its_first_gpu_is_offered_too() -> None:
+    # 1x1x8, all free, f = 0.8. A 1-GPU app "early" (arrived at 0) and four 8-GPU apps
+    # (arrived at 1-4) have never held a GPU. Rank alone offers ceil(0.2 * 5) = 1 app:
+    # an 8-GPU one, whose starving rho (a 1/5 time share of 8 GPUs, 8 GPU-seconds per
+    # second of its run: about 5) is far above early's (1/5 of 8 GPUs is more than the one
+    # GPU it can use: about 1). The slot offers early beside it.
+    #   early: T_cluster 1000, share min(8/5, 1) -> 1000 s; rho = (10 + 1000) / 1000
+    #   g1: T_cluster 8000 / 8 = 1000, share 8/5 -> 8000 / 1.6 = 5000 s; rho = 5.009
+    cluster = Cluster.from_spec("1x1x8")
+    early = _timed(make_app("early", 0.0, [(1, 1000.0)]), cluster)
+    gangs = [_timed(make_app(f"g{k}", float(k), [(8, 8000.0)]), cluster) for k in range(1, 5)]
+    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0)
+    arbiter.run_round(view(cluster, [early, *gangs], 10.0))
+    record = arbiter.last_round
+    assert record is not None
+    assert len(record.offered) == 2
+    assert record.offered[0].startswith("g") and record.offered[1] == "early"
+    assert record.rhos["early"] == pytest.approx(1.01)
+    assert record.rhos["g1"] == pytest.approx(5.009)
+
+
+def _timed(app, cluster: Cluster):
+    """``app`` with its T_cluster, as the simulator sets it at arrival."""
+    app.t_cluster = t_cluster(app.profile, app.remaining_by_gang(app.arrival), cluster.shape)
+    return app
+
+
+def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
+    # "old" was granted a GPU in an earlier round and lost it: holding nothing again, it
+    # is no newcomer; "new" (later arrival, never granted) takes the slot instead.
+    cluster = Cluster.from_spec("1x1x8")
+    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0)
+    old = _timed(make_app("old", 0.0, [(1, 1000.0)]), cluster)
+    arbiter.run_round(view(cluster, [old], 0.0))
+    new = _timed(make_app("new", 5.0, [(1, 1000.0)]), cluster)
+    gangs = [_timed(make_app(f"g{k}", 5.0 + k, [(8, 8000.0)]), cluster) for k in range(1, 5)]
+    arbiter.run_round(view(cluster, [old, new, *gangs], 10.0))  # old holds nothing here
+    record = arbiter.last_round
+    assert record is not None
+    # rank: g1-g4 (rho about 5), then old and new (about 1): ceil(0.2 * 6) = 2 offered,
+    # then the slot: old arrived first but was granted a GPU at 0, so new.
+    assert record.offered == ["g1", "g2", "new"]
+    assert arbiter._first_gpu_wait([old]) is None

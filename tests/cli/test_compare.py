@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import themis
 from themis.policies import policy_names
 from themis.workload import load_workload
 
@@ -53,7 +54,12 @@ def test_policies_option_picks_and_orders(cli, tiny_trace: Path, tmp_path: Path)
     assert result.code == 0, result.err
     data = json.loads((out / "comparison.json").read_text())
     assert [run["policy"] for run in data["runs"]] == ["max-min", "fifo"]
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.json", "fifo", "max-min"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.json",
+        "fifo",
+        "max-min",
+        "themis-run.json",
+    ]
 
 
 def test_default_output_dir_is_out_compare(
@@ -96,9 +102,15 @@ def test_report_writes_one_self_contained_html(cli, tiny_trace: Path, tmp_path: 
     assert result.code == 0, result.err
     assert sorted(p.name for p in report.iterdir()) == ["report.html"]
     text = (report / "report.html").read_text()
-    assert text.count("<figure") == text.count("<svg") == 4
+    # the comparison's four figures and the CDF of the jobs' waits (the Jobs section)
+    assert text.count("<figure") == text.count("<svg") == 5
+    assert "<h2>Jobs</h2>" in text
     assert "<th>themis</th><th>fifo</th>" in text
-    assert "<td>cluster</td><td>1x1x4</td>" in text  # the configuration, as a table
+    assert "<td>--cluster</td><td>1x1x4</td>" in text  # the configuration, as typed
+    assert "<td>--lease</td><td>600</td>" in text and "False" not in text
+    # What wrote it: version, the command line as typed, the date.
+    assert f"written by themis {themis.__version__} · themis compare --trace {tiny_trace} " in text
+    assert " UTC</p>" in text
     assert "themis: the 3 worst apps" in text
     assert f"wrote {report / 'report.html'}" in result.out
 
@@ -113,7 +125,13 @@ def test_seeds_run_every_policy_per_seed_and_aggregate(
         "--seeds", "0,2,5", "--out", out, "--report", report, "-j", "1",
     )  # fmt: skip
     assert result.code == 0, result.err
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.json", "seed0", "seed2", "seed5"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.json",
+        "seed0",
+        "seed2",
+        "seed5",
+        "themis-run.json",
+    ]
     data = json.loads((out / "comparison.json").read_text())
     assert data["config"]["seeds"] == [0, 2, 5] and "seed" not in data["config"]
     runs = data["runs"]
@@ -139,8 +157,9 @@ def test_seeds_run_every_policy_per_seed_and_aggregate(
         drawn_models.add(tuple(models))
     assert len(drawn_models) == 3  # the seeds really drew different models
     assert "median (min-max) over seeds 0, 2, 5" in result.out
+    assert "jobs, median (min-max) over seeds 0, 2, 5" in result.out
     text = (report / "report.html").read_text()
-    assert text.count("<svg") == 4 and "over all seeds" in text
+    assert text.count("<svg") == 5 and "over all seeds" in text
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import click
 import pytest
 
 import themis
@@ -42,11 +43,28 @@ def test_every_command_is_registered() -> None:
         "cancel",
         "logs",
         "token",
+        "state",
     }
 
 
 def test_unknown_command_is_one_line(cli) -> None:
     assert_one_line_error(cli("simulte"), "No such command 'simulte'")
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["simulte"], "Did you mean 'simulate'?"),  # a command not imported yet
+        (["trace", "inspct"], "Did you mean 'inspect'?"),
+        (["experiment", "papr"], "Did you mean 'paper'?"),
+    ],
+)
+def test_a_mistyped_command_gets_the_closest_name(cli, args, hint) -> None:
+    assert_one_line_error(cli(*args), f"No such command '{args[-1]}'. {hint}")
+
+
+def test_a_command_nothing_like_any_gets_no_guess(cli) -> None:
+    assert "Did you mean" not in assert_one_line_error(cli("xyzzy"), "No such command")
 
 
 def test_ctrl_c_exits_130(cli, tiny_trace, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,6 +91,7 @@ def test_cli_defaults_agree_with_the_library() -> None:
     assert options.fairness_knob == defaults.FAIRNESS_KNOB
     assert options.lease == defaults.LEASE_S
     assert options.seed == defaults.SEED
+    assert options.gandiva_slice == defaults.GANDIVA_SLICE_S
     assert defaults.APP_INTERVAL_S == DEFAULT_APP_INTERVAL
     assert defaults.POLICY in policy_names()
     assert 0 <= defaults.FAIRNESS_KNOB < 1 and defaults.LEASE_S > 0 and defaults.BATCH_WINDOW_S >= 0
@@ -85,3 +104,38 @@ def test_policies_lists_each_with_its_description(cli) -> None:
     assert [line.split()[0] for line in lines] == policy_names()
     for line, name in zip(lines, policy_names(), strict=True):
         assert make_policy(name).description in line
+
+
+def _groups(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The path of every group under ``command`` (itself included)."""
+    if not isinstance(command, click.Group):
+        return []
+    ctx = click.Context(command)
+    found = [path]
+    for name in command.list_commands(ctx):
+        sub = command.get_command(ctx, name)
+        assert sub is not None
+        found += _groups(sub, (*path, name))
+    return found
+
+
+def test_every_group_run_bare_prints_its_help_and_exits_zero(cli) -> None:
+    paths = _groups(group)
+    assert {(), ("trace",), ("experiment",), ("token",)} <= set(paths)
+    for path in paths:
+        result = cli(*path)
+        assert (result.code, result.err) == (0, ""), (path, result)
+        assert result.out.startswith(" ".join(("Usage: themis", *path)) + " "), result.out
+        assert "Commands:" in result.out
+
+
+def test_a_command_with_no_args_is_help_prints_help(cli, monkeypatch) -> None:
+    @click.command(no_args_is_help=True)
+    @click.argument("thing")
+    def needy(thing: str) -> None:
+        """Needs a thing."""
+
+    monkeypatch.setitem(group.commands, "needy", needy)
+    result = cli("needy")
+    assert (result.code, result.err) == (0, "")
+    assert result.out.startswith("Usage: themis needy") and "Needs a thing." in result.out

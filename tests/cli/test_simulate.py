@@ -21,7 +21,12 @@ def test_writes_three_files_with_the_right_columns(cli, tiny_trace: Path, tmp_pa
     out = tmp_path / "run"
     result = cli("simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--out", out)
     assert result.code == 0, result.err
-    assert sorted(p.name for p in out.iterdir()) == ["allocations.csv", "apps.csv", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "allocations.csv",
+        "apps.csv",
+        "summary.json",
+        "themis-run.json",
+    ]
     apps = (out / "apps.csv").read_text().splitlines()
     assert apps[0] == APPS_HEADER
     assert [line.split(",")[0] for line in apps[1:]] == ["1", "2", "3"]

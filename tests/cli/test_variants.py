@@ -24,6 +24,8 @@ def test_variants_change_the_simulated_workload(cli, tiny_trace: Path, tmp_path:
     )  # fmt: skip
     assert result.code == 0, result.err
     assert "one every 300 s (2x contention)" in result.out
+    # The header says the workload is not the trace as written.
+    assert "tiny.csv with --gang-mix and --model-share vgg=1: 3 apps" in result.out
     rows = _apps(out / "apps.csv")
     assert all(r["model"].startswith("vgg") for r in rows)
     gangs = {int(group.split("x")[0]) for r in rows for group in r["gangs"].split()}

@@ -74,7 +74,7 @@ def test_outputs_hold_every_sweep_table_and_plot(tmp_path: Path) -> None:
     html = path.read_text()
     for title in ["Main comparison", "Fairness knob f", "Lease length", "Contention"]:
         assert title in html
-    assert "<td>policies</td><td>themis, fifo</td>" in html  # the configuration table
+    assert "<td>--policies</td><td>themis, fifo</td>" in html  # the configuration table
     assert "themis: the 6 worst apps" in html
     # Main: 4 figures; each sweep: max rho and GPU-hours, VGG share also placement score.
     assert html.count("<figure") == html.count("<svg") == 4 + 2 * 7 + 1

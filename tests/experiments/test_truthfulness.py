@@ -58,12 +58,14 @@ def test_srtf_rewards_an_app_that_understates_its_work() -> None:
 
 def test_declared_ranking_is_not_proof_against_every_misreport_over_a_run() -> None:
     """Partial Allocation is truthful about one auction's bids given the estimates; an app
-    that overstates its work changes the estimates themselves (its T_cluster and its
-    remaining work both grow, so it looks better off), and over a run of several auctions
-    that can pay when the arbiter ranks by declared rho (the paper's): here B, arriving
-    second, gains by declaring twice its work. The default ranking (verified progress)
+    that misstates its work changes the estimates themselves (its T_cluster and its
+    remaining work), and over a run of several auctions that can pay when the arbiter
+    ranks by declared rho (the paper's): here B, arriving second, finishes in 700 s
+    instead of 800 s by declaring half its work. The default ranking (verified progress)
     closes it: see the test below."""
-    assert measure_ranked(STAGGERED, "B", "declared")[2.0].gain > 0.1
+    outcomes = measure_ranked(STAGGERED, "B", "declared")
+    assert outcomes[0.5].gain > 0.1
+    assert (outcomes[0.5].liar_honest_s, outcomes[0.5].liar_lying_s) == (800.0, 700.0)
 
 
 def test_the_table_names_each_lie() -> None:

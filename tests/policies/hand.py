@@ -49,7 +49,7 @@ def workload(apps: Sequence[AppRow]) -> Workload:
 
 
 def run(apps: Sequence[AppRow], cluster: str, policy: str, lease: float) -> SimulationResult:
-    options = PolicyOptions(lease=lease)
+    options = PolicyOptions(lease=lease, gandiva_slice=lease)  # one quantum for all
     return simulate(
         workload(apps), Cluster.from_spec(cluster), make_policy(policy, options), batch_window=0.0
     )

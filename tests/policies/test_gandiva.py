@@ -9,8 +9,9 @@ import pytest
 from themis.model.cluster import Cluster, Span
 from themis.policies import PolicyOptions, make_policy
 from themis.policies.gandiva import migrate
+from themis.simulator.engine import simulate
 
-from .hand import approx, assert_intervals, finishes, hold, make_app, run, view
+from .hand import approx, assert_intervals, finishes, hold, make_app, run, view, workload
 
 
 def test_time_slices_round_robin_in_order_of_waiting() -> None:
@@ -129,7 +130,7 @@ def test_boundary_round_on_a_hand_built_view_rotates_and_queues() -> None:
     b = make_app("b", 4.0, [(1, 100.0)])
     hold(a.jobs[0], (0,), 0.0, 10.0)
     hold(a.jobs[1], (1,), 0.0, 10.0)
-    policy = make_policy("gandiva", PolicyOptions(lease=10.0))
+    policy = make_policy("gandiva", PolicyOptions(gandiva_slice=10.0))
     schedule = policy.schedule(view(c, [a, b], 10.0))
     assert {j.job_id: (s.gpus, s.until) for j, s in schedule.items()} == {
         "a0": ((0,), 20.0),
@@ -140,4 +141,29 @@ def test_boundary_round_on_a_hand_built_view_rotates_and_queues() -> None:
 def test_quantum_must_be_positive_and_finite() -> None:
     for bad in (0.0, -5.0, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="quantum"):
-            make_policy("gandiva", PolicyOptions(lease=bad))
+            make_policy("gandiva", PolicyOptions(gandiva_slice=bad))
+
+
+def test_the_time_slice_is_its_own_a_minute_by_default_not_the_lease() -> None:
+    # Gandiva switches jobs about every 60 s whatever the lease: a 1-GPU cluster and two
+    # 150 s jobs at 0 take turns at 60 and 120 (a0 0-60, b0 60-120, a0 120-180, ...).
+    c = Cluster.from_spec("1x1x1")
+    policy = make_policy("gandiva", PolicyOptions(lease=600.0))
+    assert policy.slice == 60.0  # type: ignore[attr-defined]
+    r = simulate(
+        workload([("a", 0.0, [(1, 150.0)]), ("b", 0.0, [(1, 150.0)])]),
+        c,
+        policy,
+        batch_window=0.0,
+    )
+    assert_intervals(
+        r,
+        [
+            (0.0, 60.0, "a0", (0,)),
+            (60.0, 120.0, "b0", (0,)),
+            (120.0, 180.0, "a0", (0,)),
+            (180.0, 240.0, "b0", (0,)),
+            (240.0, 270.0, "a0", (0,)),
+            (270.0, 300.0, "b0", (0,)),
+        ],
+    )

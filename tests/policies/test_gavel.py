@@ -1,7 +1,8 @@
-"""gavel, Gavel as it ships: its allocation program (isolated 1/N shares, plain min-max of
-Gavel's rho), its round mechanism (priorities, greedy pick, strided workers), and whole
-schedules derived by hand, with GPUs idle mid-round and a late job waiting for the next
-solve."""
+"""gavel and gavel-mmf, Gavel as it ships: the max-min program (isolated 1/N shares, which
+is also the optimum of the finish-time-fairness formula before Gavel fixed it), Gavel's
+finish-time fairness (tests/policies/test_gavel_ftf.py has its program), the round
+mechanism (priorities, greedy pick, strided workers), and whole schedules derived by hand,
+with GPUs idle mid-round and a late job waiting for the next solve."""
 
 from __future__ import annotations
 
@@ -350,6 +351,7 @@ def test_rounds_by_hand_priorities_preemption_and_idle_gpus_mid_round() -> None:
 
 
 def test_a_job_submitted_after_a_solve_waits_for_the_next_solve() -> None:
+    # gavel-mmf (max-min: equal shares whatever the wait).
     # 1x1x2: A (t=0) has two long 1-GPU jobs; B (t=100) one 1-GPU job of 500 s.
     # t=0     solve: A0, A1 hold their GPUs all the time (fractions 1).
     # t=360.. B0 is in the books but not in the allocation (priority 0, dropped): Gavel
@@ -361,16 +363,64 @@ def test_a_job_submitted_after_a_solve_waits_for_the_next_solve() -> None:
     result = run(
         [("A", 0.0, [(1, 10000.0), (1, 10000.0)]), ("B", 100.0, [(1, 500.0)])],
         "1x1x2",
-        "gavel",
+        "gavel-mmf",
         600.0,
     )
-    first = {}
-    for interval in sorted(result.intervals, key=lambda i: i.start):
-        first.setdefault(interval.job_id, (interval.start, interval.end, interval.gpus))
+    first = _first_intervals(result)
     assert first["A0"] == (0.0, approx(2880.0), (0,))
     assert first["A1"] == (0.0, approx(2520.0), (1,))
     assert first["B0"] == (approx(2520.0), approx(3020.0), (1,))
     assert finishes(result)["B"] == approx(3020.0)
+
+
+def test_finish_time_fairness_gives_the_job_that_waited_its_whole_gang() -> None:
+    # gavel, the same jobs. The solve at t=2160 (the first reset after B's arrival):
+    # m = 3 jobs on 2 GPUs, isolated share 2/3 each. A0, A1 ran 2160 s at share 1 (the t=0
+    # solve: 2 jobs, 2 GPUs): cumulative isolated time c = 2160, 7840 s left, so
+    # D = 2160 + 7840 / (2/3) = 13920 and at x = 1 rho = (2160 + 7840) / 13920 = 0.72. B0
+    # waited e = 2060 s, c = 0, D = 500 / (2/3) = 750: even at x = 1 its rho is
+    # (2060 + 500) / 750 = 3.41, the min-max level. Leximin: B0 gets 1, A0 and A1 share the
+    # other GPU, 1/2 each (rho 1.28). After the reset (180 s each, 540 in all) B0's
+    # priority is 1 / (1/3) = 3, the As' 1.5: B0 and A0 run (A0 keeps GPU 0, B0 takes GPU 1,
+    # A1 stops). At t=2520 A1 (0.5 / (180/1260) = 3.5) and B0 (2.33) beat A0 (1.17): B0 keeps
+    # GPU 1 and ends at 2660, 2560 s after it arrived (3020 under max-min).
+    result = run(
+        [("A", 0.0, [(1, 10000.0), (1, 10000.0)]), ("B", 100.0, [(1, 500.0)])],
+        "1x1x2",
+        "gavel",
+        600.0,
+    )
+    first = _first_intervals(result)
+    assert first["A1"] == (0.0, approx(2160.0), (1,))
+    assert first["A0"] == (0.0, approx(2520.0), (0,))
+    assert first["B0"] == (approx(2160.0), approx(2660.0), (1,))
+    assert finishes(result)["B"] == approx(2660.0)
+
+
+def test_cluster_resolve_solves_at_the_first_round_after_an_arrival() -> None:
+    # gavel with Gavel's cluster-scheduler re-solves: B arrives at t=100, the next round
+    # (t=360) solves anew (no 1920 s wait; the counters keep running, no reset yet).
+    # A0, A1: c = 360, 9640 s left, D = 360 + 9640 * 1.5 = 14820; B0: e = 260, D = 750.
+    # Level L with 500 / (750 L - 260) + 2 * 9640 / (14820 L - 360) = 2: L = 1.15, B0 gets
+    # 0.83, each A 0.58. Counters of t=0 (A0 = A1 = 540, B0 = 180 of 1080): B0 0.83 * 6 = 5,
+    # A0, A1 0.58 / 0.5 = 1.17: B0 runs from 360 on GPU 1 (A0 keeps GPU 0). At 720, B0
+    # (540 of 1800: 2.8) stays ahead of A1 (1.9) and A0; it ends at 860 (3020 with the
+    # simulator's 1920 s re-solves under max-min, 2660 under FTF).
+    apps = [("A", 0.0, [(1, 10000.0), (1, 10000.0)]), ("B", 100.0, [(1, 500.0)])]
+    policy = GavelPolicy(PolicyOptions(lease=600.0), resolve="cluster")
+    result = simulate(workload(apps), Cluster.from_spec("1x1x2"), policy, batch_window=0.0)
+    first = _first_intervals(result)
+    assert first["B0"] == (approx(360.0), approx(860.0), (1,))
+    assert finishes(result)["B"] == approx(860.0)
+    with pytest.raises(ValueError, match="resolve"):
+        GavelPolicy(PolicyOptions(), resolve="sometimes")
+
+
+def _first_intervals(result: SimulationResult) -> dict[str, tuple]:
+    first: dict[str, tuple] = {}
+    for interval in sorted(result.intervals, key=lambda i: i.start):
+        first.setdefault(interval.job_id, (interval.start, interval.end, interval.gpus))
+    return first
 
 
 @settings(max_examples=40, deadline=None)
@@ -431,6 +481,11 @@ def test_registered_under_its_name() -> None:
     policy: Policy = make_policy("gavel")
     assert isinstance(policy, GavelPolicy)
     assert policy.round_length == ROUND_SECONDS
+    assert (policy.program, policy.resolve) == ("ftf", "simulator")
+    mmf = make_policy("gavel-mmf")
+    assert isinstance(mmf, GavelPolicy) and mmf.program == "mmf"
+    cluster = make_policy("gavel", PolicyOptions(gavel_resolve="cluster"))
+    assert isinstance(cluster, GavelPolicy) and cluster.resolve == "cluster"
 
 
 # -- the incremental round -------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """gavel on typed clusters: Gavel's heterogeneity-aware finish-time fairness (time fractions
-per job and GPU type), checked by hand, against a bisection and a grid; its per-(job, type)
-mechanism (priorities per type, the queue walked type by type, gangs on one type within
-the type's capacity); a schedule derived by hand and end-to-end runs."""
+per job and GPU type, rho's denominator the isolated time of the work done plus the
+remaining work at the isolated speed), checked by hand, against a bisection and a grid;
+its per-(job, type) mechanism (priorities per type, the queue walked type by type, gangs on
+one type within the type's capacity); a schedule derived by hand and end-to-end runs."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from themis.policies._gavel_mechanism import (
 )
 from themis.policies._gavel_program import (
     TypedJobLoad,
+    gavel_isolated_typed,
     isolated_typed,
     solve_typed,
     typed_rho,
@@ -84,11 +86,11 @@ def test_three_jobs_the_v100_goes_to_the_job_that_gains_most() -> None:
     assert rhos == [approx(8 / 9)] * 3
 
 
-def test_a_long_wait_makes_rho_stiff_and_the_job_gets_more() -> None:
-    # The same three jobs, but B2 waited 10,000 s: its wait dominates both sides of its
-    # rho, which barely moves with its share (rho_B2 = (10000 + 750 / u) / 10750). To pull
-    # the maximum down the program gives B2 more time than B1, and the level rises above
-    # the e = 0 case's 8/9, still below 1.
+def test_a_job_that_waited_gets_its_best_and_the_others_share_the_rest() -> None:
+    # The same three jobs, but B2 waited 10,000 s with nothing done (c = 0): its isolated
+    # speed is 2/3, so R = 750 s and even holding a GPU all the time (u = 1.5) its rho is
+    # (10000 + 500) / 750 = 14: the min-max level. The leximin optimum gives B2 its best
+    # (a whole GPU's time) and lets A and B1 share the other GPU at one lower level.
     jobs = [
         TypedJobLoad(0.0, 500.0, 1, (3.0, 1.0)),
         TypedJobLoad(0.0, 500.0, 1, (1.0, 1.0)),
@@ -96,9 +98,34 @@ def test_a_long_wait_makes_rho_stiff_and_the_job_gets_more() -> None:
     ]
     result = solve_typed(jobs, [1.0, 1.0])
     x = np.array(result.fractions)
-    assert 8 / 9 < result.level < 1.0
-    assert x[2].sum() > x[1].sum() + 0.1
+    assert result.level == approx(14.0)
+    assert x[2].sum() == approx(1.0)
+    rhos = [
+        typed_rho(j, r, i) for j, r, i in zip(jobs, result.fractions, result.isolated, strict=True)
+    ]
+    assert rhos[0] == pytest.approx(rhos[1], rel=1e-6) and rhos[0] < 14.0
     assert result.level == pytest.approx(_bisection(jobs, [1.0, 1.0]), rel=1e-6)
+
+
+def test_work_done_lowers_the_denominator_and_raises_the_share() -> None:
+    # Two alike jobs, same wait and work left; one has done 2,000 s of isolated work, the
+    # other none. rho_j = (e + R / u) / (c_j + R): the one with c = 0 has the smaller
+    # denominator, so it needs more to reach the same rho, and gets it.
+    jobs = [
+        TypedJobLoad(3000.0, 1000.0, 1, (2.0, 1.0), isolated_done=2000.0),
+        TypedJobLoad(3000.0, 1000.0, 1, (2.0, 1.0), isolated_done=0.0),
+    ]
+    result = solve_typed(jobs, [1.0, 1.0])
+    x = np.array(result.fractions)
+    assert (x[1] * [2.0, 1.0]).sum() > (x[0] * [2.0, 1.0]).sum() + 0.1
+
+
+def test_gavels_isolated_share_caps_each_job_at_its_gang_without_refilling() -> None:
+    # Gavel's IsolatedPolicy: C / m GPUs each (16 / 4 = 4), a fraction min(1, 4 / g) spread
+    # 1/4 : 3/4 over the types; the 1-GPU job leaves 3 of its 4 GPUs unused (no water-filling).
+    iso = gavel_isolated_typed([1, 8, 8, 8], [4.0, 12.0])
+    assert iso[0].tolist() == [approx(0.25), approx(0.75)]
+    assert iso[1].tolist() == [approx(0.5 / 4), approx(0.5 * 3 / 4)]
 
 
 def test_isolated_split_is_an_equal_share_of_every_type() -> None:
@@ -114,10 +141,13 @@ def test_isolated_split_is_an_equal_share_of_every_type() -> None:
     ]
 
 
-def test_one_type_is_the_exact_one_type_optimum() -> None:
+def test_one_type_is_the_one_type_program() -> None:
+    # m = 2 on 4 GPUs: isolated shares 1 and 1/2. Job 0: R = 50 s, D = 50, rho at x = 1 is
+    # (5 + 50) / 50 = 1.1 > job 1's 0.5 at x = 1: job 0 gets 1, job 1 the 3 GPUs left.
     jobs = [TypedJobLoad(5.0, 100.0, 1, (2.0,)), TypedJobLoad(0.0, 10.0, 4, (0.5,))]
     result = solve_typed(jobs, [4.0])
-    assert result.fractions == ((1.0,), (0.75,))  # water-filling, exact
+    assert result.fractions == ((approx(1.0),), (approx(0.75),))
+    assert result.level == approx(1.1)
 
 
 def test_a_type_a_gang_cannot_use_gets_no_time() -> None:
@@ -134,12 +164,12 @@ def test_a_type_a_gang_cannot_use_gets_no_time() -> None:
 def _bisection(jobs: list[TypedJobLoad], caps: list[float]) -> float:
     """min-max rho by bisection on z, one feasibility LP per step: an independent check."""
     n, k = len(jobs), len(caps)
-    iso = isolated_typed([j.gang for j in jobs], caps)
+    iso = gavel_isolated_typed([j.gang for j in jobs], caps)
     v = np.array([j.speeds for j in jobs])
     alone = (iso * v).sum(axis=1)
     e = np.array([j.elapsed for j in jobs])
     r = np.array([j.remaining for j in jobs])
-    denominator = e + r / alone
+    denominator = np.array([j.isolated_done for j in jobs]) + r / alone
 
     def feasible(z: float) -> bool:
         slack = z * denominator - e
@@ -165,11 +195,21 @@ def _bisection(jobs: list[TypedJobLoad], caps: list[float]) -> float:
         lp = linprog(np.zeros(n * k), A_ub=np.array(a_ub), b_ub=b_ub, bounds=(0, 1), method="highs")
         return bool(lp.status == 0)
 
-    lo, hi = float(np.max(e / denominator)), 1.0 + 1e-9
+    lo, hi = float(np.max(e / denominator)), _isolated_level(jobs, caps) * (1 + 1e-9)
     for _ in range(60):
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if feasible(mid) else (mid, hi)
     return hi
+
+
+def _isolated_level(jobs: list[TypedJobLoad], caps: list[float]) -> float:
+    """The worst rho at Gavel's isolated split (every ``u_j = 1``)."""
+    iso = gavel_isolated_typed([j.gang for j in jobs], caps)
+    alone = (iso * np.array([j.speeds for j in jobs])).sum(axis=1)
+    return max(
+        (j.elapsed + j.remaining / s) / (j.isolated_done + j.remaining / s)
+        for j, s in zip(jobs, alone, strict=True)
+    )
 
 
 def _check_feasible(jobs: list[TypedJobLoad], caps: list[float], x: np.ndarray) -> None:
@@ -207,7 +247,7 @@ def test_the_program_matches_a_bisection(rows, types: int, draw: int) -> None:
         typed_rho(j, r, i) for j, r, i in zip(jobs, result.fractions, result.isolated, strict=True)
     ]
     assert max(rhos) == pytest.approx(result.level, rel=1e-6)
-    assert result.level <= 1.0 + 1e-6  # never worse than the isolated split
+    assert result.level <= _isolated_level(jobs, caps) * (1 + 1e-6)  # never worse than isolated
     assert result.level == pytest.approx(_bisection(jobs, caps), rel=1e-6, abs=1e-7)
 
 
@@ -238,7 +278,9 @@ def test_no_point_of_a_fine_grid_beats_the_program(rows, caps: list[float]) -> N
         speed = x[:, 2 * j] * job.speeds[0] + x[:, 2 * j + 1] * job.speeds[1]
         alone = float(np.dot(result.isolated[j], job.speeds))
         with np.errstate(divide="ignore"):
-            rho = (job.elapsed + job.remaining / speed) / (job.elapsed + job.remaining / alone)
+            rho = (job.elapsed + job.remaining / speed) / (
+                job.isolated_done + job.remaining / alone
+            )
         worst = np.maximum(worst, rho)
     best = float(worst.min())
     assert result.level <= best + 1e-9  # the grid never beats it
@@ -405,7 +447,8 @@ def test_end_to_end_on_two_types() -> None:
 @given(st.lists(_JOB, min_size=1, max_size=8), st.integers(0, 10_000))
 def test_two_types_without_an_lp_reach_the_lp_methods_level(rows, draw: int) -> None:
     # The two-type bisection (an O(n) knapsack per step) against the Dinkelbach-type LPs
-    # that more types use: the same level; every job exactly at it.
+    # that more types use: the same level; every job at one common level, or above it at
+    # its best speed (the leximin choice).
     rng = np.random.default_rng(draw)
     caps = [float(c) for c in rng.integers(1, 9, size=2)]
     caps[int(rng.integers(0, 2))] = max(caps[0], caps[1], 4.0)
@@ -419,4 +462,9 @@ def test_two_types_without_an_lp_reach_the_lp_methods_level(rows, draw: int) -> 
     assert fast.level == pytest.approx(slow.level, rel=1e-7)
     _check_feasible(jobs, caps, np.array(fast.fractions))
     rhos = [typed_rho(j, r, i) for j, r, i in zip(jobs, fast.fractions, fast.isolated, strict=True)]
-    assert rhos == [pytest.approx(fast.level, rel=1e-7)] * len(jobs)
+    assert max(rhos) == pytest.approx(fast.level, rel=1e-7)
+    common = min(rhos)
+    for job, rho, row in zip(jobs, rhos, fast.fractions, strict=True):
+        if rho > common * (1 + 1e-6):  # above the common level: the job holds its best
+            best = max(job.speeds)
+            assert float(np.dot(row, job.speeds)) == pytest.approx(best, rel=1e-6)

@@ -29,6 +29,8 @@ def make_result(
     for spec, (_, _, finish, t_cl, _) in zip(specs, apps, strict=True):
         state = AppState(spec, PROFILE, t_cl)
         state.finish = finish
+        for job in state.jobs:
+            job.finished_at = finish
         states.append(state)
     workload = Workload(specs, {"toy": PROFILE}, "hand-made")
     n_avg = {app_id: n for app_id, _, _, _, n in apps}
@@ -51,3 +53,26 @@ def result() -> SimulationResult:
             Interval(40.0, 100.0, "b", "b-j", (2, 3), True),
         ],
     )
+
+
+def _browser_skips(terminalreporter) -> int:
+    return sum(
+        "chromium is not installed" in str(report.longrepr)
+        for report in terminalreporter.stats.get("skipped", [])
+    )
+
+
+def pytest_unconfigure(config) -> None:
+    """Say it last, after the counts, when the browser tests were skipped: in a run of
+    the whole suite the skip reasons are easy to miss among the other lines."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = _browser_skips(reporter)
+    if skipped:
+        reporter.write_line(
+            f"NOTE: {skipped} screenshot tests of report.html did not run: chromium is not "
+            "installed (apt-get install -y chromium; .ci/run installs it)",
+            yellow=True,
+            bold=True,
+        )

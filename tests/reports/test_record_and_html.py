@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import subprocess
 import sys
@@ -9,10 +10,19 @@ from pathlib import Path
 
 from matplotlib.transforms import Bbox
 
+import themis
+from themis.policies import policy_names
 from themis.reports.comparison import apps_section, comparison_section, single
 from themis.reports.html import Figure, Section, Table, config_table, render, write_report
 from themis.reports.markdown import markdown_table
-from themis.reports.plots import cdf_figure, scatter_figure, to_svg, usage_figure
+from themis.reports.plots import (
+    POLICY_STYLES,
+    cdf_figure,
+    scatter_figure,
+    styles_for,
+    to_svg,
+    usage_figure,
+)
 from themis.reports.record import gpus_in_use, record_run, thin
 from themis.simulator.engine import SimulationResult
 
@@ -84,6 +94,7 @@ def test_usage_is_one_panel_per_policy_on_shared_axes() -> None:
     fig = usage_figure(usage, 4, "GPUs")
     assert len(fig.axes) == 3
     assert [ax.get_ylabel() for ax in fig.axes] == ["a", "b", "c"]
+    assert fig.get_supylabel() == "GPUs in use"  # what the panels' y axis counts
     assert {ax.get_xlim() for ax in fig.axes} == {fig.axes[0].get_xlim()}
     assert {ax.get_ylim() for ax in fig.axes} == {(0.0, 4.4)}
 
@@ -114,11 +125,32 @@ def test_apps_section_lists_worst_first_and_folds_the_full_table(result: Simulat
     assert "<script>" in text and "localeCompare" in text
 
 
-def test_config_is_a_table_not_a_dict() -> None:
-    table = config_table({"cluster": "2x4x8", "profiles": None, "seeds": [0, 1]})
+def test_config_is_a_table_of_options_as_typed() -> None:
+    config = {
+        "cluster": "2x4x8",
+        "profiles": None,
+        "seeds": [0, 1],
+        "lease_s": 600.0,
+        "fairness_knob": 0.8,
+        "gang_mix": False,
+        "misreport": {},
+        "batch_window_s": 30.5,
+    }
+    table = config_table(config)
     assert table.header == ["option", "value"]
-    assert table.rows == [["cluster", "2x4x8"], ["profiles", "default"], ["seeds", "[0, 1]"]]
-    assert '<table class="text">' in render("t", [], [Section("S", "", [table])])
+    assert table.rows == [
+        ["--cluster", "2x4x8"],
+        ["--profiles", "default"],
+        ["--seeds", "0,1"],
+        ["--lease", "600"],
+        ["--fairness-knob", "0.8"],
+        ["--gang-mix", "off"],
+        ["--misreport", "none"],
+        ["--batch-window", "30.5"],
+    ]
+    text = render("t", [], [Section("S", "", [table])])
+    assert '<table class="text">' in text
+    assert "False" not in text and "{}" not in text
 
 
 def test_render_escapes_cells_and_splits_paragraphs() -> None:
@@ -143,5 +175,55 @@ def test_scatter_goes_log_only_across_an_order_of_magnitude() -> None:
 
 def test_a_median_over_its_range_breaks_the_line_in_html_not_in_markdown() -> None:
     table = Table(["m"], [["1.67\n0.77-4.63"]])
-    assert "<td>1.67<br>0.77-4.63</td>" in render("t", [], [Section("S", "", [table])])
+    # The range is kept on one line: a browser would break it after the hyphen.
+    html_text = render("t", [], [Section("S", "", [table])])
+    assert '<td>1.67<br><span class="nw">0.77-4.63</span></td>' in html_text
+    assert ".nw { white-space: nowrap; }" in html_text
     assert markdown_table(table).endswith("| 1.67 0.77-4.63 |")
+
+
+def test_a_report_says_what_wrote_it(result: SimulationResult, tmp_path: Path) -> None:
+    records = [record_run(result, "one")]
+    command = "themis compare --seeds 2 --report 'out/my report'"
+    path = write_report(tmp_path, "T", [], [comparison_section(records, "C")], command)
+    [line] = re.findall(r'<p class="meta">(written by [^<]*)</p>', path.read_text())
+    version, typed, when = line.removeprefix("written by ").split(" · ")
+    assert version == f"themis {themis.__version__}"
+    assert typed == html.escape(command)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", when)
+
+
+def test_every_builtin_policy_has_its_own_colour_and_marker() -> None:
+    names = policy_names()
+    styles = styles_for(names)
+    assert len({s.colour for s in styles.values()}) == len(names)
+    assert len({s.marker for s in styles.values()}) == len(names)
+    # Fixed per policy, whatever the order or the company.
+    assert styles_for(list(reversed(names))) == styles
+    assert styles_for(["gavel"])["gavel"] == styles["gavel"]
+    assert styles_for(["themis seed 3"])["themis seed 3"] == styles["themis"]
+    # Plugins and other labels: styles unlike any other label's, for a good many.
+    labels = [*names, *(f"plugin{k}" for k in range(12))]
+    looks = [(s.colour, s.marker, s.dash) for s in styles_for(labels).values()]
+    assert len(set(looks)) == len(labels)
+    spare = [looks[k] for k in range(len(names), len(labels))]
+    assert not {(c, m) for c, m, _ in spare} & {(s.colour, s.marker) for s in styles.values()}
+
+
+def test_a_cdf_over_seeds_is_one_median_line_with_a_band() -> None:
+    seeds = [[1.0, 2.0], [2.0, 3.0], [3.0, 4.0]]
+    fig = cdf_figure({"themis": seeds, "fifo": [[1.0, 5.0]] * 5}, "t", "x")
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 2  # one per policy, not one per seed
+    assert len(ax.collections) == 2  # a min-max band each
+    themis_line = ax.get_lines()[0]
+    assert themis_line.get_label() == "themis (median of 3)"
+    xs, ys = themis_line.get_data(orig=True)
+    # At 1 the seeds' CDFs are 0.5, 0, 0; at 2: 1, 0.5, 0; at 3: 1, 1, 0.5.
+    assert list(xs) == [1.0, 2.0, 3.0, 4.0] and list(ys) == [0.0, 0.5, 1.0, 1.0]
+    assert themis_line.get_color() == POLICY_STYLES["themis"].colour
+    assert themis_line.get_marker() == POLICY_STYLES["themis"].marker
+    # Eleven policies' bands would overlap into one mass: lines only.
+    many = {name: seeds for name in policy_names()}
+    (ax,) = cdf_figure(many, "t", "x").axes
+    assert len(ax.get_lines()) == len(many) and not ax.collections

@@ -80,7 +80,7 @@ def test_every_figure_has_a_size_on_the_page(report: Path, tmp_path: Path) -> No
     found = re.search(r'data-figures="([^"]*)"', dom)
     assert found, "the page did not finish loading"
     sizes = json.loads(found.group(1).replace("&quot;", '"'))
-    assert len(sizes) == 4  # CDF of rho, CDF of completion, usage, scatter
+    assert len(sizes) == 5  # CDF of rho, CDF of completion, usage, scatter, CDF of job waits
     for width, height in sizes:
         assert width >= 400 and height >= 200, sizes
 
@@ -95,9 +95,9 @@ def test_screenshot_shows_the_plots(report: Path, tmp_path: Path) -> None:
     assert found is not None and len(found) > 50  # text, tables and plots, not blank
     # RGB images give (count, (r, g, b)) pairs.
     colours = cast(list[tuple[int, tuple[int, int, int]]], found)
-    assert COLOURS[:2] == ("#1f77b4", "#d62728")
-    # Both policies' colours are drawn (the first two of the palette: blue, then red) in
-    # lines, filled usage panels and scatter points, blended with white where translucent.
+    assert COLOURS[:2] == ("#CC3311", "#0077BB")  # themis red, fifo blue
+    # Both policies' colours are drawn (themis red, fifo blue) in lines, filled usage
+    # panels and scatter points, blended with white where translucent.
     blue = sum(n for n, (r, g, b) in colours if b > r + 40 and b > g + 10)
     red = sum(n for n, (r, g, b) in colours if r > b + 40 and r > g + 40)
     assert blue > 2000 and red > 2000, (blue, red)

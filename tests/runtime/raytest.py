@@ -15,10 +15,10 @@ import pytest
 from themis.model.workload import Workload
 from themis.policies import make_policy
 from themis.reports import app_rows
+from themis.runtime import checkpoint
 from themis.runtime.appfile import load_app_file
 from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
 from themis.runtime.commands import submit_command
-from themis.runtime.lease import read_checkpoint
 from themis.runtime.model import app_profile, app_spec
 from themis.runtime.store import Store
 from themis.simulator import simulate
@@ -83,9 +83,9 @@ def app_state(store: Store, app_id: str) -> str:
 
 def lineage(tmp: Path, app_id: str, trial_id: str) -> dict:
     """The paced trainer's checkpointed state: steps run and the pids that ran them."""
-    found = read_checkpoint(tmp / "checkpoints" / app_id / trial_id / "checkpoint.pkl")
+    found = checkpoint.inspect(tmp / "checkpoints" / app_id / trial_id / "checkpoint.themis")
     assert found is not None
-    return found[1]
+    return found["state"]
 
 
 def events(store: Store, app_id: str) -> list[tuple[float, str | None, str]]:

@@ -215,3 +215,85 @@ def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
         "field 'search_space.lr'",
         "at most 256 characters",
     )
+
+
+# -- issue 20: numbers bounded, names whole, keys unique, floats finite and normal -------
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("steps: 100", "steps: 1180591620717411303424"), "steps"),
+        (("steps: 100", "steps: 9223372036854775807"), "steps"),
+        (("gpus_per_trial: 2", "gpus_per_trial: 4294967296"), "gpus_per_trial"),
+        (("trials: 5", "trials: 5\nseed: 18446744073709551616"), "seed"),
+        (("trials: 5", "trials: 5\ncheckpoint_every: 99999999999999999999"), "checkpoint_every"),
+        (("min_steps: 10", "min_steps: 99999999999999999999"), "early_stopping.min_steps"),
+        (("eta: 3", "eta: 99999999999999999999"), "early_stopping.eta"),
+        (("step_time: 0.5", "step_time: 1.0e+300"), "step_time"),
+        (("[0.1, 0.01]", "[0.1, 99999999999999999999999]"), "search_space.lr"),
+        (("loguniform: [0.0001, 0.01]", "randint: [0, 1.0e+300]"), "search_space.wd"),
+    ],
+)
+def test_huge_numbers_are_refused_with_their_field(tmp_path: Path, change, field) -> None:
+    """Defect 1: a number SQLite (or the arithmetic of a round) cannot hold stopped the
+    arbiter; every numeric field is bounded where the file is read."""
+    old, new = change
+    assert old in GOOD
+    message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
+    assert "at most" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("name: sweep-1", 'name: "sweep-1\\n"'), "name"),
+        (("entrypoint: mlp:train", 'entrypoint: "mlp:train\\n"'), "entrypoint"),
+        (("  hidden: [8, 16]", '  "hidden\\n": [8, 16]'), "search_space.'hidden\\n'"),
+        (("metric: loss", 'metric: "loss\\n"'), "early_stopping.metric"),
+    ],
+)
+def test_a_name_ending_in_a_newline_is_refused(tmp_path: Path, change, field) -> None:
+    """Defect 6: ``$`` with ``re.match`` accepts a trailing newline."""
+    old, new = change
+    assert old in GOOD
+    message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
+    assert "\n" not in message
+
+
+def test_a_duplicate_key_is_refused_with_its_line(tmp_path: Path) -> None:
+    """Defect 11: the last of two ``steps`` silently won."""
+    refused_fast(write(tmp_path, GOOD + "steps: 5\n"), "duplicate key 'steps'", ":")
+    message = refused_fast(
+        write(tmp_path, GOOD.replace("  hidden: [8, 16]", "  hidden: [8, 16]\n  lr: [3]")),
+        "duplicate key 'lr'",
+    )
+    assert f"{tmp_path / 'app.yaml'}:11:" in message  # the line of the second 'lr'
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (("[0.1, 0.01]", "[0.1, .inf]"), "search_space.lr", "finite"),
+        (("[0.1, 0.01]", "[.nan]"), "search_space.lr", "finite"),
+        (("[0.1, 0.01]", "[5.0e-324]"), "search_space.lr", "subnormal"),
+        (("loguniform: [0.0001, 0.01]", "uniform: [0, .inf]"), "search_space.wd", "finite"),
+        (
+            ("loguniform: [0.0001, 0.01]", "uniform: [-1.0e+308, 1.0e+308]"),
+            "search_space.wd",
+            "at most",
+        ),
+        (("loguniform: [0.0001, 0.01]", "loguniform: [5.0e-324, 1]"), "search_space.wd", "sub"),
+        (("step_time: 0.5", "step_time: 5.0e-324"), "step_time", "at least"),
+        (("step_time: 0.5", "step_time: .inf"), "step_time", "finite"),
+        (("cross_machine: 0.8", "cross_machine: 5.0e-324"), "placement.cross_machine", "least"),
+    ],
+)
+def test_non_finite_and_subnormal_numbers_are_refused(
+    tmp_path: Path, change, field, fragment
+) -> None:
+    """Defect 12: ``uniform: [-1e308, 1e308]`` stored Infinity (not JSON) and
+    ``step_time: 5e-324`` made rho infinite."""
+    old, new = change
+    assert old in GOOD
+    refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'", fragment)

@@ -272,3 +272,131 @@ def test_status_says_why_an_app_holds_nothing(tmp_path: Path) -> None:
     assert store.app("late").gpus == 0
     assert store.app("late").note.startswith("waiting: other apps hold every GPU until")
     assert store.app("hog").note is None  # it holds GPUs: nothing to explain
+
+
+# -- issue 20: one app's input never stops the loop ------------------------------------
+
+
+def faults(service: ArbiterService, where: str) -> float:
+    value = service.metrics.registry.get_sample_value("themis_loop_faults_total", {"where": where})
+    return value or 0.0
+
+
+def test_a_submit_the_store_cannot_hold_is_refused_and_the_loop_goes_on(tmp_path: Path) -> None:
+    """Defect 1: an app the file checks let through (here built past them) that makes the
+    store raise something other than a ThemisError used to end the loop (serve exit 1)."""
+    import dataclasses
+
+    service, store, _ = service_for(tmp_path, {})
+    good = load_app_file(app_yaml(tmp_path, "huge", steps=20))
+    huge = dataclasses.replace(good, steps=2**70)  # OverflowError in sqlite3
+    command, _ = submit_command(huge, "huge.yaml")
+    service.commands.put(command)
+    service.tick()  # must not raise
+    with pytest.raises(ThemisError, match="internal error while handling submit: OverflowError"):
+        command.wait(1.0)
+    assert store.app("huge") is None
+    assert faults(service, "command") == 1
+    submit(service, app_yaml(tmp_path, "after", steps=20))
+    assert state(store, "after") == "running"  # the arbiter keeps serving
+
+
+def test_an_app_that_cannot_be_admitted_fails_alone(tmp_path: Path, monkeypatch) -> None:
+    """A fault while admitting one app fails that app with its reason; the others run."""
+    service, store, _ = service_for(tmp_path, {})
+    real_admit = service.book.admit
+
+    def admit(row, *args, **kwargs):
+        if row.app_id == "poison":
+            raise ZeroDivisionError("float division by zero")
+        return real_admit(row, *args, **kwargs)
+
+    monkeypatch.setattr(service.book, "admit", admit)
+    submit(service, app_yaml(tmp_path, "poison", steps=20))
+    submit(service, app_yaml(tmp_path, "fine", steps=20))
+    assert state(store, "poison") == "failed"
+    assert store.app("poison").reason == (
+        "could not be admitted: ZeroDivisionError: float division by zero"
+    )
+    assert state(store, "fine") == "running"
+    assert faults(service, "admit") == 1
+
+
+def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
+    tmp_path: Path, monkeypatch, caplog
+) -> None:
+    service, store, _ = service_for(tmp_path, {})
+    calls = {"n": 0}
+    real_round = service._round
+
+    def flaky(now: float) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("policy bug")
+        real_round(now)
+
+    monkeypatch.setattr(service, "_round", flaky)
+    command, _ = submit_command(load_app_file(app_yaml(tmp_path, "a", steps=20)), "a.yaml")
+    service.commands.put(command)
+    ticks = iter(range(40))
+    service.run(lambda: next(ticks, None) is None or len(service.running) == 2)
+    assert faults(service, "tick") == 1
+    assert "policy bug" in caplog.text
+    assert len(service.running) == 2  # the next tick's round granted the GPUs
+    rendered = service.metrics.render().decode()
+    assert 'themis_loop_faults_total{where="tick"} 1.0' in rendered
+
+
+def test_each_app_gets_its_own_checkpoint_key_stable_across_restarts(tmp_path: Path) -> None:
+    """Defect 2: jobs seal their checkpoints with their app's key, which the arbiter hands
+    to that app's jobs only; a restarted arbiter hands out the same key."""
+    service, store, launcher = service_for(tmp_path, {})
+    submit(service, app_yaml(tmp_path, "a", steps=1000))
+    submit(service, app_yaml(tmp_path, "b", steps=1000))
+    drive(service, lambda: len(launcher.history) >= 4, 5)
+    keys = {(f.spec.app_id, f.spec.trial_id): f.spec.checkpoint_key for f in launcher.history}
+    assert keys[("a", "t000")] == keys[("a", "t001")] == service.checkpoint_key("a")
+    assert keys[("b", "t000")] != keys[("a", "t000")]
+    assert all(len(k) == 64 for k in keys.values())
+    spec = launcher.history[0].spec
+    assert spec.checkpoint_path == str(
+        tmp_path / "ck" / spec.app_id / spec.trial_id / "checkpoint.themis"
+    )
+    assert spec.checkpoint_key not in repr(spec)  # never in a log line or traceback
+    again = ArbiterService(store, tmp_path / "ck", FAST, lambda: nodes(), launcher=launcher)
+    assert again.checkpoint_key("a") == keys[("a", "t000")]
+    secret = tmp_path / "state" / "checkpoint.key"
+    assert oct(secret.stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.timeout(60)
+def test_a_job_reporting_impossible_progress_is_refused_and_the_loop_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A job's code can write anything into what its actor reports (it runs in that
+    process): a checkpoint step of 2**70 made update_trial raise OverflowError in every
+    tick that read it. Reports outside [0, budget], or not numbers, are refused."""
+    import dataclasses
+
+    service, store, launcher = service_for(tmp_path, {})
+    real = launcher._progress
+
+    def forged(fake, upto=None):
+        progress = real(fake, upto)
+        if fake.spec.app_id != "evil":
+            return progress
+        return dataclasses.replace(
+            progress,
+            steps=2**70,
+            checkpoint_step=2**70,
+            reports=((2**70, {"loss": float("nan")}),),
+        )
+
+    launcher._progress = forged
+    submit(service, app_yaml(tmp_path, "evil", trials=1, steps=50, step_time=0.05))
+    submit(service, app_yaml(tmp_path, "fine", trials=1, steps=20, step_time=0.05))
+    drive(service, lambda: state(store, "fine") == "finished", 20)
+    assert faults(service, "tick") == 0
+    assert all(t.steps_done <= 50 for t in store.trials("evil"))
+    refused = [e.message for _, e in store.events("evil") if "refused a report" in e.message]
+    assert refused and "out of range" in refused[0]

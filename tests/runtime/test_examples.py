@@ -26,6 +26,7 @@ def trial_spec(example: str, index: int, budget: int, path: Path) -> TrialSpec:
         budget,
         str(path),
         app.checkpoint_every,
+        checkpoint_key="cd" * 32,
     )
 
 

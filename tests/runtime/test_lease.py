@@ -27,9 +27,17 @@ def spec(tmp_path: Path, entry: str = "trainers:paced", budget: int = 12, **conf
         str(HERE),
         {"quality": 1.0, "step_time": 0.0, **config},
         budget,
-        str(tmp_path / "ck" / "checkpoint.pkl"),
+        str(tmp_path / "ck" / "checkpoint.themis"),
         checkpoint_every=5,
+        checkpoint_key=KEY,
     )
+
+
+KEY = "ab" * 32
+
+
+def read(s: TrialSpec):
+    return read_checkpoint(s.checkpoint_path, s.checkpoint_key, s.app_id, s.trial_id)
 
 
 def test_budget_run_reports_every_step_and_checkpoints(tmp_path: Path) -> None:
@@ -37,7 +45,7 @@ def test_budget_run_reports_every_step_and_checkpoints(tmp_path: Path) -> None:
     outcome = run_trial(s, LeaseControl())
     assert (outcome.status, outcome.steps, outcome.checkpoint_step) == ("done", 12, 12)
     assert [steps for steps, _ in outcome.last.reports] == list(range(1, 13))
-    step, state = read_checkpoint(s.checkpoint_path)
+    step, state = read(s)
     assert step == 12 and state["steps_run"] == list(range(12))
 
 
@@ -53,7 +61,7 @@ def test_stop_request_checkpoints_and_resume_keeps_the_count(tmp_path: Path) -> 
     second = run_trial(s, LeaseControl())
     assert second.status == "done" and second.steps == 40
     assert [steps for steps, _ in second.last.reports][0] == first.steps + 1
-    _, state = read_checkpoint(s.checkpoint_path)
+    _, state = read(s)
     assert state["steps_run"] == list(range(40))  # resumed, nothing lost or repeated
     assert len(state["pids"]) == 2
 
@@ -75,8 +83,8 @@ def test_errors_are_outcomes_with_the_message(tmp_path: Path) -> None:
 
 
 def test_checkpoint_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "c.pkl"
-    write_checkpoint(path, 3, {"a": 1})
+    path = tmp_path / "c.themis"
+    write_checkpoint(path, 3, {"a": 1}, KEY, "app", "t000")
 
     class Boom(Exception):
         pass
@@ -84,11 +92,11 @@ def test_checkpoint_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def fail(*args, **kwargs):
         raise Boom
 
-    monkeypatch.setattr("pickle.dump", fail)
+    monkeypatch.setattr("os.fsync", fail)
     with pytest.raises(Boom):
-        write_checkpoint(path, 4, {"a": 2})
-    assert read_checkpoint(path) == (3, {"a": 1})  # the old one, whole
-    assert [p.name for p in tmp_path.iterdir()] == ["c.pkl"]  # no temp file left
+        write_checkpoint(path, 4, {"a": 2}, KEY, "app", "t000")
+    assert read_checkpoint(path, KEY, "app", "t000") == (3, {"a": 1})  # the old one, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["c.themis"]  # no temp file left
 
 
 def test_lease_is_exported_lazily() -> None:
@@ -120,3 +128,13 @@ def test_a_gang_is_one_rank_per_gpu_with_local_ranks_per_node(tmp_path: Path) ->
     assert per_node.members() == [("nodeA", 3, 0, 1), ("nodeB", 1, 0, 1)]
     assert per_node.world_size == 2
     assert replace(spec(tmp_path)).world_size == 1  # no gang (a test's direct run)
+
+
+def test_the_ranks_of_a_node_are_listed_in_local_rank_order(tmp_path: Path) -> None:
+    """Defect 15: each rank must see its node's GPUs of the gang in local-rank order."""
+    from dataclasses import replace
+
+    from themis.runtime.jobs import node_peers
+
+    members = replace(spec(tmp_path), gang=(("A", 3), ("B", 1))).members()
+    assert [node_peers(members, k) for k in range(4)] == [[0, 1, 2]] * 3 + [[3]]

@@ -213,6 +213,17 @@ def test_job_ignoring_its_lease_is_killed_after_the_grace_period(cluster, tmp_pa
     service.shutdown()
 
 
+def assert_local_rank_names_own_device(env: list[dict]) -> None:
+    """torchrun's convention: ``CUDA_VISIBLE_DEVICES[LOCAL_RANK]`` is this process's GPU,
+    and the ranks of a node have distinct ones."""
+    own = [e["CUDA_VISIBLE_DEVICES"].split(",")[int(e["LOCAL_RANK"])] for e in env]
+    assert own == [e["ray_gpu_ids"][0] for e in env], env
+    by_node: dict[str, list[str]] = {}
+    for e, device in zip(env, own, strict=True):
+        by_node.setdefault(e["node"], []).append(device)
+    assert all(len(set(d)) == len(d) for d in by_node.values())
+
+
 def gang_env(tmp: Path, world: int) -> list[dict]:
     return [json.loads((tmp / f"rank{k}.json").read_text()) for k in range(world)]
 
@@ -232,7 +243,7 @@ def test_gang_spanning_machines_runs_a_rank_per_gpu_with_the_rendezvous_env(clus
     # 3 GPUs over two 2-GPU machines: 2 on one node (ranks 0, 1) + 1 on the other (2).
     assert sorted(count for _, count in gang) == [1, 2] and gang[0][1] == 2
     assert len({node for node, _ in gang}) == 2
-    assert len(gpus) == 1  # one GPU per process: its CUDA_VISIBLE_DEVICES
+    assert len(gpus) == 2  # rank 0 sees its node's two GPUs of the gang, as under torchrun
     env = gang_env(tmp_path, 3)
     assert [e["RANK"] for e in env] == ["0", "1", "2"] and [e["rank"] for e in env] == [0, 1, 2]
     assert {e["WORLD_SIZE"] for e in env} == {"3"}
@@ -241,10 +252,14 @@ def test_gang_spanning_machines_runs_a_rank_per_gpu_with_the_rendezvous_env(clus
     assert [e["LOCAL_WORLD_SIZE"] for e in env] == ["2", "2", "1"]
     assert [e["local_rank"] for e in env] == [0, 1, 0]
     assert [e["local_world_size"] for e in env] == [2, 2, 1]
-    # The two ranks on one node are two processes with a GPU each, not the same one.
+    # The two ranks on one node are two processes with a GPU each, not the same one;
+    # each sees its node's GPUs of the gang in local-rank order, so that
+    # set_device(LOCAL_RANK) names its own (issue 20, defect 15).
     assert env[0]["pid"] != env[1]["pid"]
-    assert env[0]["CUDA_VISIBLE_DEVICES"] != env[1]["CUDA_VISIBLE_DEVICES"]
-    assert all(len(e["CUDA_VISIBLE_DEVICES"].split(",")) == 1 for e in env)
+    assert_local_rank_names_own_device(env)
+    assert env[0]["CUDA_VISIBLE_DEVICES"] == env[1]["CUDA_VISIBLE_DEVICES"]
+    assert len(env[0]["CUDA_VISIBLE_DEVICES"].split(",")) == 2
+    assert len(env[2]["CUDA_VISIBLE_DEVICES"].split(",")) == 1
     assert len({e["MASTER_ADDR"] for e in env}) == 1 and env[0]["MASTER_ADDR"] == "127.0.0.1"
     assert len({e["MASTER_PORT"] for e in env}) == 1 and int(env[0]["MASTER_PORT"]) > 0
     service.shutdown()
@@ -269,7 +284,7 @@ def test_gang_on_one_machine_gets_distinct_local_ranks(cluster, tmp_path):
     assert [e["LOCAL_WORLD_SIZE"] for e in env] == ["2", "2"]
     assert env[0]["node"] == env[1]["node"] == gang[0][0]
     assert env[0]["pid"] != env[1]["pid"]
-    assert env[0]["CUDA_VISIBLE_DEVICES"] != env[1]["CUDA_VISIBLE_DEVICES"]
+    assert_local_rank_names_own_device(env)
     assert store.app("one").state == "finished"
     service.shutdown()
 
@@ -371,4 +386,34 @@ def test_steps_longer_than_the_lease_no_longer_livelock_another_app(cluster, tmp
     for app, steps in (("slow", 3), ("fast", 40)):
         for trial in store.trials(app):
             assert lineage(tmp_path, app, trial.trial_id)["steps_run"] == list(range(steps))
+    service.shutdown()
+
+
+@pytest.mark.timeout(90)
+def test_a_planted_checkpoint_is_refused_and_the_victim_runs_its_real_steps(cluster, tmp_path):
+    """Issue 20, defect 2, end to end: app M's code writes victim's checkpoints (one sealed
+    with M's key, one a pickle that would run code) before victim is submitted."""
+    store = Store(tmp_path / "state", init=True)
+    service = make_service(store, tmp_path)
+    storage = tmp_path / "checkpoints"
+    marker = tmp_path / "mallory-ran-in-victim"
+    space = {
+        "quality": [1.0], "step_time": [0.05], "storage": [str(storage)], "marker": [str(marker)],
+    }  # fmt: skip
+    mallory = app_yaml(
+        tmp_path, "mallory", trials=1, steps=5, search_space=space, entrypoint="trainers:plant"
+    )
+    submit(service, mallory)
+    drive(service, lambda: app_state(store, "mallory") == "finished", 40)
+    assert (storage / "victim" / "t001" / "checkpoint.themis").exists()  # planted
+    submit(service, app_yaml(tmp_path, "victim", trials=2, steps=10, step_time=0.05))
+    drive(service, lambda: app_state(store, "victim") == "finished", 40)
+    assert not marker.exists(), "M's code ran in victim's process"
+    for trial in ("t000", "t001"):
+        assert lineage(tmp_path, "victim", trial)["steps_run"] == list(range(10))
+    refused = [m for _, _, m in events(store, "victim") if m.startswith("checkpoint refused")]
+    assert len(refused) == 2, refused
+    assert any("seal does not match victim/t000" in m for m in refused)
+    assert any("no seal" in m for m in refused)
+    assert all(t.steps_done == 10 for t in store.trials("victim"))
     service.shutdown()

@@ -64,8 +64,44 @@ def ranks(trial: themis.Trial) -> None:
     env["local_rank"] = trial.local_rank
     env["local_world_size"] = trial.local_world_size
     env["node"] = ray.get_runtime_context().get_node_id()
+    env["ray_gpu_ids"] = [str(g) for g in ray.get_gpu_ids()]  # what Ray gave this process
     env["pid"] = os.getpid()
     path = os.path.join(trial.config["env_dir"], f"rank{trial.rank}.json")
     with open(path, "w") as f:
         json.dump(env, f)
+    paced(trial)
+
+
+class _Planted:
+    """Unpickling this creates the file ``marker``: stands for any code an attacker runs."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (open, (self.marker, "w"))
+
+
+def plant(trial: themis.Trial) -> None:
+    """App M of issue 20: writes checkpoints for app ``victim``'s trials under the
+    storage root ``storage`` before victim runs. t000 gets a well-formed checkpoint
+    sealed with M's own key; t001 a pickle that creates the file ``marker`` when loaded."""
+    import pickle
+
+    from themis.runtime import checkpoint
+
+    spec = trial._spec  # hostile code reads whatever it can reach: its own key
+    root = os.path.join(trial.config["storage"], "victim")
+    for victim_trial in ("t000", "t001"):
+        path = os.path.join(root, victim_trial, "checkpoint.themis")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if victim_trial == "t000":
+            state = {"w": np.zeros(4), "steps_run": [], "pids": [], "leases": []}
+            tree = {"format": 2, "step": 10**6, "state": state, "wall": 0.0}
+            checkpoint.write(path, spec.checkpoint_key, "victim", victim_trial, tree)
+        else:
+            with open(path, "wb") as f:
+                pickle.dump(
+                    {"format": 1, "step": 10**6, "state": _Planted(trial.config["marker"])}, f
+                )
     paced(trial)

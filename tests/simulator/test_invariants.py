@@ -24,7 +24,7 @@ MODELS = sorted(PROFILES)
 CLUSTERS = ["1x2x2", "2x2x2", "1x1x4", "2x1x2"]
 #: Policies that idle GPUs on purpose, each with its own test of when: Gavel's synchronous
 #: rounds keep GPUs freed mid-round idle until the round ends (tests/policies/test_gavel.py).
-NOT_WORK_CONSERVING = frozenset({"gavel"})
+NOT_WORK_CONSERVING = frozenset({"gavel", "gavel-mmf"})
 
 
 @st.composite

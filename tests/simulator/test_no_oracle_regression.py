@@ -29,11 +29,16 @@ RECORDED = {
     "themis": (327, "21e1e8c4c18bb988", 139112.0),
     "optimus": (308, "12b2c27117b6cd08", 137912.0),
     "slaq": (307, "fb21843f3134eee2", 137912.0),
-    "tiresias": (314, "6f13cae0063c7c33", 137912.0),
+    # the authors' defaults, promotion rule and preemption choice (issue 18)
+    "tiresias": (314, "744ed19a0b33862d", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
-    "gandiva": (310, "acef44aa027d2a62", 139112.0),
-    # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged
-    "gavel": (468, "77b9c0002d427b90", 138632.0),
+    # its own 60 s time slice instead of the lease (issue 18)
+    "gandiva": (2277, "b108983bcd38d1ee", 139465.0),
+    # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged;
+    # gavel-mmf is that policy renamed (gavel's max-min program), bit for bit
+    "gavel-mmf": (468, "77b9c0002d427b90", 138632.0),
+    # gavel with Gavel's fixed finish-time-fairness denominator (issue 18)
+    "gavel": (467, "354a545834c50c9d", 138272.0),
 }
 
 
@@ -78,3 +83,17 @@ def test_estimate_error_changes_what_policies_see_not_the_truth(bundled: tuple) 
     assert sorted((i.start, i.job_id) for i in noisy.intervals) != sorted(
         (i.start, i.job_id) for i in exact.intervals
     )
+
+
+def test_gandiva_with_the_lease_as_its_slice_is_the_gandiva_recorded_before(bundled: tuple) -> None:
+    """Issue 18 gave Gandiva its own 60 s time slice; with the slice set to the lease it
+    makes exactly the schedule recorded before (only the slice changed)."""
+    workload, cluster, options = bundled
+    policy = make_policy("gandiva", replace(options, gandiva_slice=options.lease))
+    r = simulate(workload, cluster, policy, conditions=Conditions(0.0, 0.0))
+    text = repr(sorted((i.start, i.end, i.job_id, i.gpus) for i in r.intervals)) + repr(
+        [(a.app_id, a.finish, a.t_cluster) for a in r.apps]
+    )
+    makespan = max(a.finish for a in r.apps if a.finish is not None)
+    got = (r.rounds, hashlib.sha256(text.encode()).hexdigest()[:16], makespan)
+    assert got == (310, "acef44aa027d2a62", 139112.0)

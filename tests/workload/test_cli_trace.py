@@ -110,6 +110,15 @@ def test_inspect_json_numbers(themis) -> None:
     assert data["duration_bins"]["1-10 min"] == 2 and data["duration_bins"]["10 min-1 h"] == 1
 
 
+def test_generate_creates_the_output_folder(themis, tmp_path) -> None:
+    # The README's "-o out/synthetic.json" in a fresh folder (it failed: no out/).
+    target = tmp_path / "out" / "deeper" / "synthetic.json"
+    outcome = themis("trace", "generate", "--jobs", 20, "-o", target)
+    assert outcome.code == 0, outcome.err
+    assert load_workload(str(target)).job_count == 20
+    assert [p.name for p in target.parent.iterdir()] == ["synthetic.json"]  # no .partial
+
+
 def test_generate_to_stdout_is_a_loadable_yaml(themis, tmp_path) -> None:
     outcome = themis("trace", "generate", "--jobs", 20, "--seed", 4, "-o", "-")
     assert outcome.code == 0, outcome.err
@@ -138,8 +147,8 @@ def test_generate_to_stdout_is_a_loadable_yaml(themis, tmp_path) -> None:
             ["field '--output'", "overwrite"],
         ),
         (
-            ["convert", "{hd}", "--to", "themis", "-o", "{tmp}/no/dir/x.json"],
-            ["x.json", "cannot write"],
+            ["convert", "{hd}", "--to", "themis", "-o", "{tmp}/in.yaml/x.json"],
+            ["x.json", "cannot write"],  # under a file: missing folders are created
         ),
         (["inspect", "{hd}", "--format", "csv"], ["--format", "csv"]),
         (["inspect", "{hd}", "--app-gap", "-5"], ["field '--app-gap'"]),

@@ -2,7 +2,8 @@
 
 1. visibility: every active app with unmet demand reports its rho with what it holds now
    (leases ending in this round included; its bid's "nothing" is what it keeps);
-2. offer: the worst ``ceil((1 - f) n)`` of them (at least one) are offered the free GPUs;
+2. offer: the worst ``ceil((1 - f) n)`` of them (at least one) are offered the free GPUs,
+   and with them the app that has waited longest for its first GPU (docs/gangs.md §6);
 3. bids: each offered agent returns a menu of bundles with the rho each would give;
 4. Partial Allocation picks the proportional-fair bundles and keeps hidden payments;
 5. leftover allocation places every GPU still free where a job can use it;
@@ -110,6 +111,8 @@ class Arbiter:
         }
         #: Active apps whose demand exceeds what they hold (see ``_hungry_apps``).
         self._hungry: set[AppState] | None = None
+        #: Apps ever granted a GPU (``_first_gpu_wait``).
+        self._started: set[str] = set()
         self.last_round: RoundRecord | None = None
 
     def agent(self, app: AppState) -> Agent:
@@ -211,6 +214,12 @@ class Arbiter:
             rank = rhos
         wanting.sort(key=lambda a: (a.app_id not in starving, -rank[a.app_id], a.arrival, a.app_id))
         offered = wanting[: offered_count(len(wanting), self.fairness_knob)]
+        # Beside them, the app that has waited longest for its first GPU (docs/gangs.md §6):
+        # it bids like the others, so that an app the rank has not reached yet still has a
+        # chance in every auction.
+        newcomer = self._first_gpu_wait(wanting[len(offered) :])
+        if newcomer is not None:
+            offered = [*offered, newcomer]
         # Jobs running after this round, as far as the app scheduler and the leftover step
         # (which only place jobs of apps in ``wanting``) need to know.
         planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
@@ -223,6 +232,7 @@ class Arbiter:
         record.reserved = sorted(reserved)
         if not pool:
             self.last_round = record
+            self._started.update(job.app.app_id for job in grants)
             return grants, ending
 
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
@@ -291,7 +301,24 @@ class Arbiter:
                 grants[job] = Assignment(gpus, until)
                 record.leftover_grants.setdefault(job.app.app_id, []).extend(gpus)
         self.last_round = record
+        self._started.update(job.app.app_id for job in grants)
         return grants, ending
+
+    def _first_gpu_wait(self, candidates: Sequence[AppState]) -> AppState | None:
+        """Of ``candidates`` (apps not offered this round), the one that has waited longest
+        for its first GPU: the earliest arrival among the apps this arbiter never granted
+        a GPU and that hold none (after a restart of the arbiter, an app that holds GPUs
+        is not new). What a real scheduler knows: arrivals and its own grants."""
+        started = self._started
+        first: AppState | None = None
+        for app in candidates:
+            if (
+                app.app_id not in started
+                and not app.held()
+                and (first is None or (app.arrival, app.app_id) < (first.arrival, first.app_id))
+            ):
+                first = app
+        return first
 
     def _hungry_apps(self, view: SchedulingView) -> set[AppState] | None:
         """The active apps whose demand exceeds what they hold, kept across rounds from

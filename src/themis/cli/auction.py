@@ -13,7 +13,13 @@ import click
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of the whole-GPU rounding."
 )
-def auction(file: str, seed: int) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Accepted for uniformity with the other commands: the output is always JSON.",
+)
+def auction(file: str, seed: int, as_json: bool) -> None:
     """Run one Partial Allocation auction and print its outcome as JSON.
 
     \b

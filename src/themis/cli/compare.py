@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from themis.cli import defaults
+from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
     RunConfig,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run st
 )
 @workers_option
 @QUIET
+@JSON_OPTION
 def compare(
     policies: str | None,
     seeds: str | None,
@@ -61,6 +63,7 @@ def compare(
     report: Path | None,
     workers: int | None,
     quiet: bool,
+    as_json: bool,
     **options: Any,
 ) -> None:
     """Replay one workload under several policies; print one table and write each run to
@@ -70,6 +73,7 @@ def compare(
     seed_list = parse_seeds(seeds, seed_on_command_line())
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
+    from themis.cli.out_dir import claim
     from themis.cli.runs import request, run  # after the option checks: errors stay quick
     from themis.reports.files import ensure_dir
 
@@ -87,32 +91,43 @@ def compare(
                 request(n, workload, seeded, where / n, f"{n} seed {seeded.seed}") for n in names
             ]
         lines.append(line)
-        click.echo(line)
-    ensure_dir(out_dir)
+        say(line, as_json)
+    settings = config.to_dict()
+    if seed_list is not None:
+        settings = {**{k: v for k, v in settings.items() if k != "seed"}, "seeds": seed_list}
+    runs = [q.out_dir.relative_to(out_dir).as_posix() for q in requests if q.out_dir]
+    claim(out_dir, "compare", settings, runs)
     if report is not None:
         ensure_dir(report)
     records = run(requests, workers, quiet, "policies" if seed_list is None else "runs")
     if seed_list is None:
-        _one_seed(config, records, out_dir)
+        payload = _one_seed(config, records, out_dir, not as_json)
     else:
-        _seeds(config, seed_list, requests, records, out_dir)
-    click.echo(f"wrote {out_dir}/")
+        payload = _seeds(config, seed_list, requests, records, out_dir, not as_json)
+    say(f"wrote {out_dir}/", as_json)
+    path = None
     if report is not None:
         path = _report(report, config, seed_list, requests, records, lines)
-        click.echo(f"wrote {path}")
+        say(f"wrote {path}", as_json)
+    if as_json:
+        emit({"workload": lines, **payload, "out": str(out_dir), "report": path})
 
 
-def _one_seed(config: RunConfig, records: list[RunRecord], out_dir: Path) -> None:
+def _one_seed(
+    config: RunConfig, records: list[RunRecord], out_dir: Path, table: bool
+) -> dict[str, Any]:
+    """Write OUT/comparison.json (and print the table if ``table``); returns its payload."""
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.tables import comparison_table
+    from themis.reports.tables import comparison_tables
 
     summaries = [r.summary for r in records]
-    write_json(
-        out_dir / COMPARISON_FILE,
-        {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]},
-    )
-    print_table(comparison_table(summaries))
+    payload = {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]}
+    write_json(out_dir / COMPARISON_FILE, payload)
+    if table:
+        for one in comparison_tables(summaries):
+            print_table(one)
+    return payload
 
 
 def _seeds(
@@ -121,26 +136,32 @@ def _seeds(
     requests: list[RunRequest],
     records: list[RunRecord],
     out_dir: Path,
-) -> None:
+    table: bool,
+) -> dict[str, Any]:
+    """Write OUT/comparison.json with the aggregate over seeds (and print the table if
+    ``table``); returns its payload."""
     from themis.cli.runs import print_table
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
-    from themis.reports.seeds import aggregate_dict, by_policy, seeds_table
+    from themis.reports.seeds import JOB_SEED_METRICS, aggregate_dict, by_policy, seeds_table
 
     grouped = by_policy([(q.policy, r.summary) for q, r in zip(requests, records, strict=True)])
     settings = {k: v for k, v in config.to_dict().items() if k != "seed"}
-    write_json(
-        out_dir / COMPARISON_FILE,
-        {
-            "config": {**settings, "seeds": seed_list},
-            "runs": [
-                {"seed": q.params["seed"], **summary_dict(r.summary)}
-                for q, r in zip(requests, records, strict=True)
-            ],
-            "aggregate": aggregate_dict(grouped),
-        },
-    )
-    seeds = ", ".join(map(str, seed_list))
-    print_table(seeds_table(grouped, f"median (min-max) over seeds {seeds}"))
+    payload = {
+        "config": {**settings, "seeds": seed_list},
+        "runs": [
+            {"seed": q.params["seed"], **summary_dict(r.summary)}
+            for q, r in zip(requests, records, strict=True)
+        ],
+        "aggregate": aggregate_dict(grouped),
+    }
+    write_json(out_dir / COMPARISON_FILE, payload)
+    if table:
+        seeds = ", ".join(map(str, seed_list))
+        print_table(seeds_table(grouped, f"median (min-max) over seeds {seeds}"))
+        print_table(
+            seeds_table(grouped, f"jobs, median (min-max) over seeds {seeds}", JOB_SEED_METRICS)
+        )
+    return payload
 
 
 def _report(
@@ -155,6 +176,7 @@ def _report(
     from themis.reports.comparison import (
         apps_section,
         comparison_figures,
+        jobs_section,
         seeds_section,
         single,
     )
@@ -171,7 +193,8 @@ def _report(
         for q, r in zip(requests, records, strict=True):
             groups.setdefault(q.policy, []).append((int(q.params["seed"]), r))
         main = seeds_section(groups, "Comparison")
+    from themis.cli.main import command_line
+
     setup = Section("Configuration", "", [config_table(settings, "")])
-    return write_report(
-        report, "Themis: policy comparison", lines, [setup, main, apps_section(groups)]
-    )
+    sections = [setup, main, jobs_section(groups), apps_section(groups)]
+    return write_report(report, "Themis: policy comparison", lines, sections, command_line())

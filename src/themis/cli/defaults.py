@@ -60,3 +60,8 @@ ESTIMATE_ERROR = 0.0
 #: checkpoint, CUDA context and data-loader warm-up, typically tens of seconds.
 RESTART_COST_S = 0.0
 RESTART_COST_REALISTIC_S = 30.0
+
+#: Gandiva's round-robin time slice in seconds: Gandiva suspends and resumes jobs about
+#: every minute (OSDI 2018, §4.1), and the Gandiva model in the Tiresias authors'
+#: simulator switches on that scale too. Its own knob, not the lease.
+GANDIVA_SLICE_S = 60.0

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.cli.progress import QUIET, RunsProgress, progress_bar
 from themis.cli.run_options import (
     describe,
@@ -25,7 +26,7 @@ from themis.errors import ThemisError
 from themis.model.lies import DEFAULT_LIARS, DEFAULT_LIES
 
 
-@click.group(short_help="Run a predefined experiment (the paper's evaluation).")
+@click.group(cls=HelpGroup, short_help="Run a predefined experiment (the paper's evaluation).")
 def experiment() -> None:
     """Predefined experiments: many simulations, one report."""
 

@@ -3,24 +3,33 @@
 ``main`` runs the group in click's non-standalone mode so that every user error, whether
 raised by themis (:class:`ThemisError`) or by click (a bad flag, a missing argument),
 ends the same way: one line ``themis: error: <message>`` on stderr and exit code 2, with
-no traceback. Ctrl-C exits with 130. Any other exception is a bug and shows its traceback.
+no traceback. Ctrl-C exits with 130, SIGTERM with 143 after the same clean-up (worker
+processes stopped). Any other exception is a bug and shows its traceback.
 """
 
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 import click
 
 from themis import __version__
+from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 
 #: Exit code of every user error (ThemisError or a usage error).
 EXIT_USER_ERROR = 2
 #: Exit code after Ctrl-C, as shells report SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
+#: Exit code after SIGTERM (128 + 15).
+EXIT_TERMINATED = 143
 
 PROG = "themis"
 
@@ -51,10 +60,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "cancel": ("themis.cli.runtime:cancel", "Cancel an app."),
     "logs": ("themis.cli.runtime:logs", "Show an app's event log."),
     "token": ("themis.cli.runtime:token", "Rotate the operator's API tokens."),
+    "state": ("themis.cli.state:state", "Back up the arbiter's state database."),
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(HelpGroup):
     """A click group whose subcommands are imported on first use (``LAZY_COMMANDS``).
 
     Commands added with ``add_command`` (tests do) take precedence over the table.
@@ -117,21 +127,98 @@ def _error(message: str) -> int:
     return EXIT_USER_ERROR
 
 
+def _is_no_args_help(exc: click.exceptions.UsageError) -> bool:
+    """Whether ``exc`` is click's "no arguments: here is the help" (click >= 8.2 only)."""
+    kind = getattr(click.exceptions, "NoArgsIsHelpError", None)
+    return kind is not None and isinstance(exc, kind)
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings meant for users (a plugin skipped) as one line; others as Python shows them."""
+    from themis.policies.registry import PluginWarning
+
+    if issubclass(category, PluginWarning):
+        click.echo(f"{PROG}: warning: {one_line(str(message))}", err=True)
+    else:
+        _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it unwinds as after Ctrl-C: worker
+    processes stopped (``experiments.runner``), files closed, exit code 143."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the CLI runs (main thread only: Python
+    delivers signals there); the previous handler is restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``) and return its exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    with warnings.catch_warnings(), _sigterm_unwinds():
+        warnings.showwarning = _show_warning
+        try:
+            return _run(list(sys.argv[1:] if argv is None else argv))
+        except Terminated:  # raised after _run's handlers, e.g. while an error is shown
+            click.echo(f"{PROG}: terminated", err=True)
+            return EXIT_TERMINATED
+
+
+#: The arguments of the command running (``run``'s), for reports to record.
+_running: list[str] = []
+
+
+def command_line() -> str:
+    """The running command as typed: ``themis compare --seeds 5 ...`` (quoted for a shell)."""
+    import shlex
+
+    return shlex.join([PROG, *_running])
+
+
+def _run(args: list[str]) -> int:
+    _running[:] = args
     try:
         code = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except ThemisError as exc:
         return _error(exc.format())
     except click.exceptions.UsageError as exc:
+        if _is_no_args_help(exc):  # a command with no_args_is_help=True, click >= 8.2
+            click.echo(exc.format_message())
+            return 0
         message = exc.format_message()
         if exc.ctx is not None:
             message += f" (see '{exc.ctx.command_path} --help')"
         return _error(message)
     except click.ClickException as exc:
         return _error(exc.format_message())
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        # click turns KeyboardInterrupt (Terminated included) into Abort, from it.
+        if isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated):
+            click.echo(f"{PROG}: terminated", err=True)
+            return EXIT_TERMINATED
         click.echo(f"{PROG}: interrupted", err=True)
         return EXIT_INTERRUPTED
     # A command returns None; --help and --version return their exit code (0).

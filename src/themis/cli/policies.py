@@ -1,16 +1,21 @@
-"""``themis policies``: the policy registry, one line each."""
+"""``themis policies``: the policy registry, one line each, then any plugin skipped."""
 
 from __future__ import annotations
 
 import click
 
 from themis.policies import make_policy, policy_names
+from themis.policies.registry import broken_plugins
 
 
 @click.command(short_help="List the registered policies.")
 def policies() -> None:
-    """List the registered policies (the names --policy and --policies accept)."""
+    """List the registered policies (the names --policy and --policies accept), then the
+    third-party plugins that failed to load, each with what is wrong."""
     names = policy_names()
-    width = max(len(n) for n in names)
+    broken = broken_plugins()
+    width = max(len(n) for n in [*names, *broken])
     for name in names:
         click.echo(f"{name:<{width}}  {make_policy(name).description}".rstrip())
+    for name, (target, problem) in broken.items():
+        click.echo(f"{name:<{width}}  BROKEN plugin, skipped ({target}): {problem}")

@@ -66,10 +66,17 @@ class RunConfig:
     lease_align_s: float = 0.0
     #: Themis: how the arbiter ranks apps ("verified" or "declared").
     ranking: str = PolicyOptions.ranking
+    #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
+    gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
     #: Lying apps (``--misreport``, ``model/lies.py``).
     misreport: tuple[Lie, ...] = ()
+    #: Tiresias: queue thresholds (None: the authors' default) and PROMOTEKNOB (None: off).
+    tiresias_queues: tuple[float, ...] | None = None
+    tiresias_promote_knob: float | None = None
+    #: Gandiva: its time slice in seconds.
+    gandiva_slice_s: float = defaults.GANDIVA_SLICE_S
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(
@@ -79,6 +86,10 @@ class RunConfig:
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
             ranking=self.ranking,
+            gavel_resolve=self.gavel_resolve,
+            tiresias_thresholds=self.tiresias_queues,
+            tiresias_promote_knob=self.tiresias_promote_knob,
+            gandiva_slice=self.gandiva_slice_s,
         )
 
     def conditions(self) -> Conditions:
@@ -123,6 +134,12 @@ class RunConfig:
         out["estimate_error"] = self.estimate_error
         out["restart_cost_s"] = self.restart_cost_s
         out["misreport"] = [f"{lie.app_id}={lie.text}" for lie in self.misreport]
+        if self.tiresias_queues is not None:
+            out["tiresias_queues"] = list(self.tiresias_queues)
+        if self.tiresias_promote_knob is not None:
+            out["tiresias_promote_knob"] = self.tiresias_promote_knob
+        out["gandiva_slice_s"] = self.gandiva_slice_s
+        out["gavel_resolve"] = self.gavel_resolve
         return out
 
 
@@ -288,10 +305,66 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Model profiles JSON (default: the bundled model_profiles.json).",
         ),
         *variant_options(),
+        *baseline_options(),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def baseline_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
+    """Settings of single baselines (defaults: as their authors run them)."""
+    return [
+        click.option(
+            "--tiresias-queues",
+            default=None,
+            metavar="T1,T2,...",
+            help="Tiresias: service thresholds between its queues, GPU-seconds, increasing "
+            "(3600: two queues)  [default: 3250,7200, the authors' default run]",
+        ),
+        click.option(
+            "--tiresias-promote-knob",
+            type=float,
+            default=None,
+            metavar="K",
+            help="Tiresias: promote a waiting job back to the top queue once it has waited "
+            "K times its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
+        ),
+        click.option(
+            "--gandiva-slice",
+            type=float,
+            default=defaults.GANDIVA_SLICE_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Gandiva: the round-robin time slice (not the lease).",
+        ),
+        click.option(
+            "--gavel-resolve",
+            type=click.Choice(["simulator", "cluster"]),
+            default="simulator",
+            show_default=True,
+            help="gavel, gavel-mmf: re-solve the allocation as Gavel's simulator does (with "
+            "the time counters' reset, at most every 1920 s) or as its cluster scheduler "
+            "does (at the first round after every arrival or completion).",
+        ),
+    ]
+
+
+def parse_thresholds(text: str | None) -> tuple[float, ...] | None:
+    """``--tiresias-queues``: comma-separated increasing positive GPU-seconds."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ThemisError(
+            f"must be comma-separated GPU-seconds, got '{text}'", field="--tiresias-queues"
+        ) from None
+    if any(not (0 < v < math.inf) for v in values) or list(values) != sorted(set(values)):
+        raise ThemisError(
+            f"must be increasing positive GPU-seconds, got '{text}'", field="--tiresias-queues"
+        )
+    return values
 
 
 def variant_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -350,9 +423,13 @@ def make_config(
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
     ranking: str = PolicyOptions.ranking,
+    gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
     misreport: tuple[str, ...] = (),
+    tiresias_queues: str | None = None,
+    tiresias_promote_knob: float | None = None,
+    gandiva_slice: float = defaults.GANDIVA_SLICE_S,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -381,6 +458,21 @@ def make_config(
         raise ThemisError(
             f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
         )
+    if tiresias_promote_knob is not None and not tiresias_promote_knob > 0:
+        raise ThemisError(
+            f"must be > 0 (inf: off), got {tiresias_promote_knob}",
+            field="--tiresias-promote-knob",
+        )
+    if not (math.isfinite(gandiva_slice) and gandiva_slice > 0):
+        raise ThemisError(
+            f"must be a number of seconds > 0, got {gandiva_slice}", field="--gandiva-slice"
+        )
+    baselines: dict[str, Any] = {
+        "tiresias_queues": parse_thresholds(tiresias_queues),
+        "tiresias_promote_knob": tiresias_promote_knob,
+        "gandiva_slice_s": gandiva_slice,
+        "gavel_resolve": gavel_resolve,
+    }
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     lies = parse_lies(misreport)
@@ -412,6 +504,7 @@ def make_config(
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
+            **baselines,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -435,6 +528,7 @@ def make_config(
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,
+        **baselines,
     )
 
 
@@ -466,10 +560,14 @@ def parse_policies(text: str | None, flag: str) -> list[str]:
 
 
 def check_policies(names: list[str], flag: str) -> None:
+    """Every name registered; else the first unknown one's error, with the closest names
+    (or, for a plugin that failed to load, why)."""
+    from themis.policies.registry import unknown_policy
+
     known = policy_names()
     for name in names:
         if name not in known:
-            raise ThemisError(f"unknown policy '{name}' (known: {', '.join(known)})", field=flag)
+            raise unknown_policy(name, flag)
 
 
 def load_inputs(config: RunConfig) -> tuple[Workload, Cluster]:
@@ -510,8 +608,18 @@ def describe(workload: Workload, cluster: Cluster, config: RunConfig) -> str:
         when = "at trace times"
     if contention != 1.0:
         when += f" ({contention:g}x contention)"
+    variants = config.variants  # said in the line: the same trace, other gangs or models
+    changed = [
+        *(["--gang-mix"] if variants.gang_mix else []),
+        *(
+            [f"--model-share {variants.model_share[0]}={variants.model_share[1]:g}"]
+            if variants.model_share is not None
+            else []
+        ),
+    ]
+    source = workload.source + (f" with {' and '.join(changed)}" if changed else "")
     line = (
-        f"{workload.source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
+        f"{source}: {len(workload.apps):,} apps, {workload.job_count:,} jobs, "
         f"{gpu_hours_text(workload.gpu_seconds() / 3600)} GPU-hours arriving {when}, {load_text} "
         f"on {cluster.size:,} GPUs ({config.cluster})"
     )

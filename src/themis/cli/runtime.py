@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
@@ -279,7 +280,7 @@ def _serve_locked(
     url_file: str | None,
     tls: tuple[str | None, str | None],
 ) -> None:
-    from themis.runtime import ray_cluster
+    from themis.runtime import ray_cluster, reaper
     from themis.runtime import server as api_server
     from themis.runtime.api import ApiContext, make_api
     from themis.runtime.arbiter_service import ArbiterService
@@ -288,15 +289,20 @@ def _serve_locked(
     from themis.runtime.metrics import ArbiterMetrics
 
     tokens = OperatorTokens.load_or_create(state_dir)
+    listening = api_server.ApiServer.bind(*listen)  # a port in use: refused before Ray
     api_server.forget_private_env()
     from themis.runtime.ray_driver import RayDriver
 
     gpus, machines, racks, ray_host = local_shape
     local = None
+    watchdog = None
     if address is None:
         # serve itself is never a Ray driver: the driver runs in a child process that
         # may die with Ray while serve goes on (ray_driver.py, docs/runtime.md).
         local = ray_cluster.start_local(gpus, machines, racks, ray_host, connect=False)
+        # Ends this run's Ray processes and removes its temp dir if serve dies unstopped
+        # (kill -9 included): they lingered for minutes, the directory for ever.
+        watchdog = reaper.start(local.temp_root)  # held (its pipe open) until serve ends
         address = local.address
         where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
     else:
@@ -305,6 +311,7 @@ def _serve_locked(
         driver = RayDriver(address, options.grace)
         driver.wait_connected(timeout=180)
     except BaseException:
+        listening.close()
         if local is not None:
             local.shutdown()
         raise
@@ -330,7 +337,7 @@ def _serve_locked(
             commands=commands,
         )
         context = ApiContext(state_dir, tokens, commands, service.snapshot, metrics)
-        api = api_server.ApiServer.start(make_api(context), *listen, *tls)
+        api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
         api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
         click.echo(
@@ -353,6 +360,8 @@ def _serve_locked(
         driver.close()
         if local is not None:
             local.shutdown()
+        if watchdog is not None and watchdog.stdin is not None:
+            watchdog.stdin.close()  # stopped cleanly: it finds nothing left, and exits
 
 
 @click.command(short_help="Submit an app (app.yaml).")
@@ -380,18 +389,77 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
 @click.command(short_help="Show the arbiter's liveness and every app.")
 @_SERVER
 @_TOKEN
-def status(server: str, token: str | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the API's answer (GET /v1/status) as JSON; with --watch one line each.",
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Refresh every --every seconds until Ctrl-C (a terminal is cleared each time); "
+    "an arbiter that stops answering is reported on stderr and asked again.",
+)
+@click.option(
+    "--every",
+    type=click.FloatRange(min=0.5),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between refreshes with --watch.",
+)
+def status(server: str, token: str | None, as_json: bool, watch: bool, every: float) -> None:
     """First line: whether the arbiter is alive (its scheduling loop's last tick, Ray).
     Then one row per app: state, rho (estimated with what it holds while it runs, from
     its real finish once done), GPUs held, leases, trials alive / stopped early /
     finished / failed, steps checkpointed, and why: how it ended, or why it holds no
-    GPU. An app's token shows that app only."""
-    answer = _client(server, token).status()
-    arbiter = answer["arbiter"]
-    click.echo(_liveness_line(server, arbiter))
+    GPU. An app's token shows that app only. Exit code 3 when the arbiter is not alive
+    (with --watch: at the last refresh, after Ctrl-C)."""
+    import json
+
+    client = _client(server, token)
+    clear = watch and not as_json and sys.stdout.isatty()
+    alive = True
+    try:
+        while True:
+            try:
+                answer = client.status()
+            except ThemisError as exc:
+                if not watch:
+                    raise
+                # Watching: an arbiter that stops answering is news, not the end.
+                alive = False
+                click.echo(f"themis: {exc.format()}; again in {every:g} s", err=True)
+                time.sleep(every)
+                continue
+            alive = answer["arbiter"]["state"] == "alive"
+            if as_json:
+                # One document; with --watch one per line (JSON Lines), flushed each time.
+                click.echo(json.dumps(answer, indent=None if watch else 2))
+            else:
+                if clear:
+                    click.clear()
+                _print_status(server, answer)
+            if not watch:
+                break
+            time.sleep(every)
+    except KeyboardInterrupt as exc:
+        from themis.cli.main import Terminated
+
+        if not watch or isinstance(exc, Terminated):
+            raise
+    if not alive:
+        raise click.exceptions.Exit(3)
+
+
+def _print_status(server: str, answer: dict[str, Any]) -> None:
+    """The liveness line and the apps' table."""
+    click.echo(_liveness_line(server, answer["arbiter"]))
     rows = answer["apps"]
     if not rows:
         click.echo("no apps")
+        return
     table = Table(box=None, pad_edge=False)
     for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")
@@ -411,10 +479,7 @@ def status(server: str, token: str | None) -> None:
             f"{r['steps_done']}/{r['steps_total']}",
             r["why"] or "",
         )
-    if rows:
-        Console(highlight=False, width=160).print(table)
-    if arbiter["state"] != "alive":
-        sys.exit(3)
+    Console(highlight=False, width=160).print(table)
 
 
 def _liveness_line(server: str, a: dict[str, Any]) -> str:
@@ -473,7 +538,7 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
         time.sleep(0.5)
 
 
-@click.group(short_help="Rotate the operator's API tokens.")
+@click.group(cls=HelpGroup, short_help="Rotate the operator's API tokens.")
 def token() -> None:
     """The operator's API tokens (admin, submit)."""
 

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import check_policies, describe, load_inputs, make_config, run_options
 
@@ -32,19 +33,28 @@ from themis.cli.run_options import check_policies, describe, load_inputs, make_c
     help=f"Output directory  [default: {defaults.OUT_DIR}/<policy>]",
 )
 @QUIET
-def simulate(policy: str, out: Path | None, quiet: bool, **options: Any) -> None:
+@JSON_OPTION
+def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **options: Any) -> None:
     """Replay a trace under one policy; print a summary and write summary.json, apps.csv
     and allocations.csv (metrics: docs/metrics.md)."""
     config = make_config(**options)
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
+    from themis.cli.out_dir import claim
     from themis.cli.runs import print_table, request, run  # after the checks: errors stay quick
-    from themis.reports.files import ensure_dir
     from themis.reports.tables import comparison_table
 
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / policy
-    ensure_dir(out_dir)
-    click.echo(describe(workload, cluster, config))
+    claim(out_dir, "simulate", {"policy": policy, **config.to_dict()}, ["."])
+    line = describe(workload, cluster, config)
+    say(line, as_json)
     [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run")
-    print_table(comparison_table([record.summary]))
-    click.echo(f"wrote {out_dir}/")
+    if as_json:
+        from themis.reports.files import summary_dict
+
+        settings = {"policy": policy, **config.to_dict()}
+        emit({"workload": line, "config": settings, "out": str(out_dir),
+              "summary": summary_dict(record.summary)})  # fmt: skip
+    else:
+        print_table(comparison_table([record.summary]))
+    say(f"wrote {out_dir}/", as_json)

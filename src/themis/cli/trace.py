@@ -7,6 +7,7 @@ Every command reads its FILE the way ``--trace`` does (any format, detected or g
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.groups import HelpGroup
 from themis.cli.run_options import arrivals_option, trace_options
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
@@ -112,11 +114,13 @@ def _write(workload: Workload, output: str, notes: dict[str, Any]) -> None:
         raise ThemisError("is a directory, expected a file name", source=output)
     partial = target.with_name(target.name + ".partial")
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # -o out/x.json in a fresh folder
         with partial.open("w", encoding="utf-8") as handle:
             write_workload(workload, handle, encoding, notes)
         os.replace(partial, target)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. no folder to remove it from
+            partial.unlink(missing_ok=True)
         raise ThemisError(f"cannot write: {exc.strerror}", source=output) from None
 
 
@@ -126,7 +130,7 @@ def _provenance(workload: Workload) -> dict[str, Any]:
     return {k: v for k, v in workload.notes.items() if k != "gpu_types"}
 
 
-@click.group(short_help="Generate, inspect and convert workload traces.")
+@click.group(cls=HelpGroup, short_help="Generate, inspect and convert workload traces.")
 def trace() -> None:
     """Workload traces: generate synthetic ones, inspect any format, convert to themis's
     own format. Formats and their mapping to apps and jobs: docs/traces.md."""
@@ -194,7 +198,9 @@ def convert(file: str, target: str, output: str, **options: Any) -> None:
     type=float,
     default=1.0,
     show_default=True,
-    help="Offered load: GPU-seconds of work per GPU-second of --cluster while apps arrive.",
+    help="Target offered load: GPU-seconds of work per GPU-second of --cluster while apps "
+    "arrive. Met on average; one draw's own differs (1.00-1.34 over ten seeds at 1.2 with "
+    "1000 jobs): 'themis trace inspect' shows it.",
 )
 @click.option(
     "--cluster",

@@ -11,9 +11,12 @@ Followed, in ``scheduler/scheduler.py`` of stanford-futuredata/gavel:
   and every job's counter restarts at half a round;
 - ``_update_priorities``: in simulation the allocation is recomputed only together with a
   reset, when something changed (an arrival or a completion) and at least 1920 s have
-  passed since the last one; a job's priority is ``allocation / fraction``, ``fraction``
-  its share of all time received since the reset (``allocation * 1e9`` when none was
-  received); a job with no allocation yet has priority 0;
+  passed since the last one (``reset_due``); on a physical cluster ``_allocation_thread``
+  re-solves at every arrival and completion and the counters reset once a new allocation
+  came and 1920 s have passed (``resolve``, ``counters_due``); a job's priority is
+  ``allocation / fraction``, ``fraction`` its share of all time received since the reset
+  (``allocation * 1e9`` when none was received); a job with no allocation yet has
+  priority 0;
 - ``_schedule_jobs_on_workers_helper``: jobs sorted by (priority, deficit, allocation),
   highest first, each taken if its gang fits the workers left, else passed over;
 - ``_schedule_jobs_on_workers`` and ``_assign_workers_to_job``: the chosen jobs, biggest
@@ -74,6 +77,9 @@ class GavelBooks:
         self.allocation: dict[JobState, float] = {}  # time fractions of the last solve
         self.last_reset: float | None = None
         self.need_update = False
+        #: A solve came after the last reset (Gavel's ``_allocation_changed_since_last_
+        #: time_reset``): what the cluster scheduler's resets wait for.
+        self.changed_since_reset = False
         self._slot: dict[JobState, int] = {}
         self._by_slot: list[JobState | None] = []  # None: a hole
         self._used = 0  # slots handed out (live or holes)
@@ -136,17 +142,26 @@ class GavelBooks:
         self.worker_time += seconds
 
     def reset_due(self, now: float) -> bool:
+        """Gavel's simulator: solve and reset together, when something changed and the
+        reset interval has passed since the last reset."""
         if not self.need_update:
             return False
+        return self._interval_passed(now)
+
+    def counters_due(self, now: float) -> bool:
+        """Gavel's cluster scheduler: reset the counters once a new allocation came and
+        the reset interval has passed (the solves happen on their own, ``resolve``)."""
+        return self.changed_since_reset and self._interval_passed(now)
+
+    def _interval_passed(self, now: float) -> bool:
         return self.last_reset is None or now - self.last_reset >= self.reset_interval
 
-    def reset(self, now: float, solve: Solver) -> None:
-        """Charge deficits, restart the time counters, and solve the allocation anew.
+    def reset(self, now: float, solve: Solver | None) -> None:
+        """Charge deficits, restart the time counters, and (given ``solve``) solve the
+        allocation anew.
 
         Element for element the floats of ``deficit[job] += allocation.get(job, 0.0) *
         since - (received - half)``, over every live job at once."""
-        import numpy as np
-
         since = 0.0 if self.last_reset is None else now - self.last_reset
         half = self.round_length / 2.0
         time, deficit, share, _ = self._arrays()
@@ -155,6 +170,21 @@ class GavelBooks:
         time[live] = half
         self.worker_time = half * len(self._slot)
         self.last_reset = now
+        self.changed_since_reset = False
+        if solve is not None:
+            self._solve(solve)
+
+    def resolve(self, solve: Solver) -> None:
+        """A new allocation for the live jobs, the counters kept (Gavel's cluster
+        scheduler re-solves on every arrival and completion, ``_allocation_thread``)."""
+        self._solve(solve)
+        self.changed_since_reset = True
+
+    def _solve(self, solve: Solver) -> None:
+        import numpy as np
+
+        _, _, share, _ = self._arrays()
+        live = self._live()
         jobs = self.jobs
         self.allocation = dict(solve(jobs))
         share[live] = np.fromiter(map(self.allocation.get, jobs, repeat(0.0)), float, len(jobs))
@@ -385,12 +415,30 @@ class TypedBooks:
     def reset_due(self, now: float) -> bool:
         return self._first.reset_due(now)
 
-    def reset(self, now: float, solve: TypedSolver) -> None:
-        """One solve for every type; then each type's deficits and counters (Gavel's
-        ``_reset_time_run_so_far`` loops over the types with one allocation)."""
+    def counters_due(self, now: float) -> bool:
+        return self._first.counters_due(now)
+
+    @property
+    def need_update(self) -> bool:
+        return self._first.need_update
+
+    def reset(self, now: float, solve: TypedSolver | None) -> None:
+        """One solve for every type (given ``solve``); then each type's deficits and
+        counters (Gavel's ``_reset_time_run_so_far`` loops over the types with one
+        allocation)."""
+        if solve is None:
+            for books in self.by_type.values():
+                books.reset(now, None)
+            return
         allocation = solve(self.jobs)
         for t, books in self.by_type.items():
             books.reset(now, _Column(allocation, t))
+
+    def resolve(self, solve: TypedSolver) -> None:
+        """A new allocation for every type, the counters kept (``GavelBooks.resolve``)."""
+        allocation = solve(self.jobs)
+        for t, books in self.by_type.items():
+            books.resolve(_Column(allocation, t))
 
     def queue(self, order: Sequence[str]) -> list[tuple[JobState, str]]:
         """Gavel's ``sorted_job_queue`` without its global queue: each type's (job, type)

@@ -159,6 +159,17 @@ class PolicyOptions:
     #: Themis: rank apps by the rho of the work they have done ("verified") or by the
     #: rho their declared remaining work gives ("declared"). See docs/knowledge.md.
     ranking: str = "verified"
+    #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
+    #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
+    #: every arrival and completion). See docs/policies/gavel.md.
+    gavel_resolve: str = "simulator"
+    #: Tiresias: service thresholds (GPU-seconds) between its queues (None: the authors'
+    #: default, ``tiresias.THRESHOLDS``) and its PROMOTEKNOB (None: the default, off).
+    tiresias_thresholds: tuple[float, ...] | None = None
+    tiresias_promote_knob: float | None = None
+    #: Gandiva: the round-robin time slice in seconds (Gandiva switches about every 60 s;
+    #: not the lease).
+    gandiva_slice: float = 60.0
 
 
 class Policy(ABC):

@@ -6,9 +6,11 @@ migration of badly placed gangs to better spots. Job-level: apps and fairness pl
   offer (one machine > one rack > anywhere), best fit, largest gangs placed first.
 - Time slicing (§4.1 suspend/resume): all waiting jobs form one round-robin queue, ordered by
   when they began waiting (arrival, or the end of their last turn). A turn lasts until the
-  next quantum boundary; at a boundary the jobs at the head of the queue take the GPUs and
-  the jobs whose turn ended join the back of the queue, unless GPUs are left for them (an
-  undersubscribed cluster rotates nothing). Progress is kept across turns.
+  next multiple of the time slice (``PolicyOptions.gandiva_slice``, 60 s: Gandiva suspends
+  and resumes about every minute, and so does the Gandiva model of the Tiresias authors'
+  simulator; not the lease); at a boundary the jobs at the head of the queue take the GPUs
+  and the jobs whose turn ended join the back of the queue, unless GPUs are left for them
+  (an undersubscribed cluster rotates nothing). Progress is kept across turns.
 - Migration (introspective mode, §4.2): at a boundary, a continuing multi-GPU job that spans
   more than its gang needs (machines or racks) moves to the best spot that the free GPUs
   plus its own now offer, if that spot has a strictly better span. Spans only improve, so
@@ -51,7 +53,9 @@ class GandivaPolicy(Policy):
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
-        check_quantum(options.lease)
+        #: The time slice (``PolicyOptions.gandiva_slice``, about a minute as Gandiva's),
+        #: not the lease: a turn lasts until the next multiple of it.
+        self.slice = check_quantum(options.gandiva_slice)
         # Waiting jobs in round-robin order (insertion order = when they began waiting: every
         # insertion happens at the current time, which never decreases within a run).
         self._queue: dict[JobState, None] = {}
@@ -80,7 +84,7 @@ class GandivaPolicy(Policy):
         keys: list[Key] = [(base + k, job) for k, job in enumerate(ending)]
         capacity = len(view.free) + sum(j.spec.gang for j in ending)
         chosen = books.waiting.fill(capacity, keys)
-        until = quantum_end(view.now, view.window, self.options.lease)
+        until = quantum_end(view.now, view.window, self.slice)
         relocate = partial(migrate, view.cluster) if ending else None
         changes = place_changes(view, books, chosen, ending, until, relocate)
         for job in chosen:
@@ -135,7 +139,7 @@ class GandivaPolicy(Policy):
 
     def schedule(self, view: SchedulingView) -> Schedule:
         self._sync(view)
-        rnd = open_round(view, self.options.lease)
+        rnd = open_round(view, self.slice)
         # Waiting jobs first, in queue order; jobs whose turn ends now come last.
         waiting = (j for j in self._queue if not j.gpus and not j.finished)
         chosen = fill(chain(waiting, rnd.ending), rnd.capacity)

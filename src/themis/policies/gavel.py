@@ -1,22 +1,29 @@
-"""Gavel (Narayanan et al., OSDI 2020) as it ships: finish-time fairness per job, in
-synchronous 360 s rounds.
+"""Gavel (Narayanan et al., OSDI 2020) as it ships: finish-time fairness per job (``gavel``)
+or max-min fairness per job (``gavel-mmf``), in synchronous 360 s rounds.
 
-Sources followed (stanford-futuredata/gavel): ``scheduler/policies/finish_time_fairness.py``
-and ``max_min_fairness.py`` for the allocation (``_gavel_program``), and
-``scheduler/scheduler.py`` (``simulate``, ``_update_priorities``,
-``_reset_time_run_so_far``, ``_schedule_jobs_on_workers[_helper]``,
-``_assign_workers_to_job``, ``_done_callback``) for the rounds (``_gavel_mechanism``).
+Sources followed (stanford-futuredata/gavel, commit c4fa400):
+``scheduler/policies/finish_time_fairness.py``, ``isolated.py`` and ``max_min_fairness.py``
+for the allocation (``_gavel_program``), and ``scheduler/scheduler.py`` (``simulate``,
+``_update_priorities``, ``_allocation_thread``, ``_reset_time_run_so_far``,
+``_schedule_jobs_on_workers[_helper]``, ``_assign_workers_to_job``, ``_done_callback``) for
+the rounds (``_gavel_mechanism``).
 
 - Every live job of every active app is one Gavel job, submitted at its app's arrival; Gavel
-  knows nothing of apps. The allocation is one time fraction per job: the plain min-max of
-  Gavel's rho, whose denominator is the job's time on an isolated 1/N share of the cluster.
+  knows nothing of apps. The allocation is one time fraction per job. ``gavel``: the
+  min-max of Gavel's rho, ``(time since submission + remaining / share) / (isolated time
+  of the work done + remaining / isolated share)``, the work done counted across solves
+  (``_gavel_program.solve_ftf``, its leximin optimum). ``gavel-mmf``: Gavel's max-min split.
 - Rounds are synchronous and 360 s long, whatever ``--lease`` says. A round ends when its
   360 s are over, or earlier when every job in it has finished (Gavel's simulator jumps to
   the latest finish). Arrivals wait for the round's end; GPUs a job frees mid-round stay
   idle until then. When nothing runs at all, a round starts at the next arrival.
 - At a round's end, jobs are ordered by priority (allocation over the share of time
   received since the last reset), then deficit, then allocation, and taken greedily while
-  their gangs fit; the allocation and the time counters are renewed at most every 1920 s.
+  their gangs fit. ``resolve="simulator"`` (the default, Gavel's simulator, which its
+  paper's figures use): the allocation and the time counters are renewed together, when
+  something changed and at least 1920 s after the last renewal. ``resolve="cluster"``
+  (Gavel's cluster scheduler): the allocation is solved again at the first round after
+  every arrival or completion; the counters still reset at most every 1920 s.
 
 On a typed cluster (``--cluster 1x4x8:v100+1x4x8:k80``) it is Gavel's heterogeneity-aware
 variant: the allocation is a time fraction per (job, GPU type) over the jobs' throughput
@@ -35,6 +42,9 @@ afterwards from the apps' finish times, like every policy's. See docs/policies/g
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from themis.model.cluster import Cluster, SetShape
 from themis.model.state import AppState, JobState
 from themis.policies._gavel_mechanism import (
@@ -48,7 +58,15 @@ from themis.policies._gavel_mechanism import (
     pick_typed,
     type_order,
 )
-from themis.policies._gavel_program import TypedJobLoad, solve_gangs, solve_typed
+from themis.policies._gavel_program import (
+    FtfJob,
+    TypedJobLoad,
+    gavel_isolated,
+    isolated_typed,
+    solve_ftf,
+    solve_gangs,
+    solve_typed,
+)
 from themis.policies.base import (
     Assignment,
     Changes,
@@ -65,14 +83,30 @@ Gpus = tuple[int, ...]
 _EPSILON = 1e-6
 
 
+#: When the allocation is solved again: Gavel's simulator or its cluster scheduler.
+RESOLVE_MODES = ("simulator", "cluster")
+
+
 @register
 class GavelPolicy(Policy):
     name = "gavel"
     description = "Gavel as it ships: per-job min-max FTF, 360 s synchronous rounds, priorities"
+    #: The allocation: ``ftf`` (Gavel's finish-time fairness) or ``mmf`` (its max-min).
+    program = "ftf"
 
-    def __init__(self, options: PolicyOptions, round_length: float = ROUND_SECONDS) -> None:
+    def __init__(
+        self,
+        options: PolicyOptions,
+        round_length: float = ROUND_SECONDS,
+        resolve: str | None = None,
+    ) -> None:
         super().__init__(options)
+        if resolve is None:
+            resolve = options.gavel_resolve
+        if resolve not in RESOLVE_MODES:
+            raise ValueError(f"resolve must be one of {RESOLVE_MODES}, got {resolve!r}")
         self.round_length = round_length
+        self.resolve = resolve
         self._start_run(None)
 
     def _start_run(self, cluster: Cluster | None) -> None:
@@ -89,6 +123,8 @@ class GavelPolicy(Policy):
         self._now: float | None = None
         #: The apps changed since the last round (``_sync``); None: not known.
         self._dirty: set[AppState] | None = set()
+        #: Finish-time fairness across solves (Gavel's ``_cumulative_isolated_time``).
+        self.isolated_time = IsolatedTime()
 
     #: Mid-round calls change nothing and a new round's changes are known from the jobs
     #: it picks and the ones the last round ran: ``changes`` answers without a walk of
@@ -184,9 +220,8 @@ class GavelPolicy(Policy):
     def _untyped_round(self, view: SchedulingView) -> dict[JobState, Gpus]:
         now = view.now
         books = self.books
-        solver = _solver(view, now)
-        if books.reset_due(now):
-            books.reset(now, solver)
+        solver = self._solver(view, now)
+        self._renew(books, now, solver)
         placed = assign(view.cluster, pick(books.ranked(), view.cluster.size), books.allocation)
         if not placed and len(books):
             # Nothing allocated can run (every live job arrived since the last solve) and
@@ -200,14 +235,33 @@ class GavelPolicy(Policy):
         """Gavel on several GPU types: one allocation per (job, type), the (job, type)
         queue walked type by type, each chosen job placed on its type's servers."""
         now = view.now
-        solver = _typed_solver(view, now)
-        if books.reset_due(now):
-            books.reset(now, solver)
+        solver = self._typed_solver(view, now)
+        self._renew(books, now, solver)
         placed = self._place_typed(view.cluster, books)
         if not placed and len(books):
             books.reset(now, solver)  # as in the untyped round
             placed = self._place_typed(view.cluster, books)
         return placed
+
+    def _renew(self, books: GavelBooks | TypedBooks, now: float, solver: Any) -> None:
+        """Solve and reset as Gavel's simulator does, or as its cluster scheduler does
+        (see the module docstring)."""
+        if self.resolve == "simulator":
+            if books.reset_due(now):
+                books.reset(now, solver)
+            return
+        if books.need_update:
+            books.resolve(solver)
+        if books.counters_due(now):
+            books.reset(now, None)
+
+    def _solver(self, view: SchedulingView, now: float) -> Solver:
+        if self.program == "mmf":
+            return _max_min_solver(view, now)
+        return _ftf_solver(view, now, self.isolated_time)
+
+    def _typed_solver(self, view: SchedulingView, now: float) -> TypedSolver:
+        return _typed_solver(view, now, None if self.program == "mmf" else self.isolated_time)
 
     def _place_typed(self, cluster: Cluster, books: TypedBooks) -> dict[JobState, Gpus]:
         workers = {t: part.count for t, part in cluster.shape.parts}
@@ -237,9 +291,82 @@ class GavelPolicy(Policy):
         self._ran = []
 
 
-def _solver(view: SchedulingView, now: float) -> Solver:
-    """Gavel's allocation over the given jobs, as time fractions by job: the jobs with work
-    left (each would be a ``JobLoad``), split by their gangs alone (``solve_gangs``)."""
+@register
+class GavelMaxMinPolicy(GavelPolicy):
+    """Gavel's max-min fairness (``MaxMinFairnessPolicy``) with the same rounds: the split
+    of ``_gavel_program.solve_gangs``. It is also what ``gavel`` was before it followed
+    Gavel's fixed finish-time-fairness formula: same decisions, bit for bit."""
+
+    name = "gavel-mmf"
+    description = "Gavel's max-min fairness: per-job equal GPU shares, Gavel's 360 s rounds"
+    program = "mmf"
+
+
+class IsolatedTime:
+    """Gavel's ``FinishTimeFairnessPolicyWithPerf`` state across solves: each job's
+    cumulative isolated time (seconds), and its remaining iterations and isolated speed
+    (iterations per second) at the last solve. At each solve a job that was in the last
+    one adds the iterations it ran since over its isolated speed then."""
+
+    def __init__(self) -> None:
+        self.done: dict[JobState, float] = {}
+        self._last: dict[JobState, tuple[float, float]] = {}
+
+    def update(self, jobs: list[JobState], remaining: list[float]) -> list[float]:
+        """The jobs' cumulative isolated times now (``remaining``: their iterations left)."""
+        out = []
+        for job, rem in zip(jobs, remaining, strict=True):
+            total = self.done.get(job, 0.0)
+            last = self._last.get(job)
+            if last is not None:
+                total += (last[0] - rem) / last[1]
+            self.done[job] = total
+            out.append(total)
+        return out
+
+    def solved(self, jobs: list[JobState], remaining: list[float], speeds: list[float]) -> None:
+        """Note what this solve saw (Gavel replaces its previous-solve maps each time);
+        jobs not in it are gone for good."""
+        self._last = {
+            job: (rem, speed) for job, rem, speed in zip(jobs, remaining, speeds, strict=True)
+        }
+        self.done = {job: self.done[job] for job in jobs}
+
+
+def _ftf_solver(view: SchedulingView, now: float, isolated_time: IsolatedTime) -> Solver:
+    """Gavel's finish-time-fairness allocation over the given jobs, as time fractions by
+    job (``solve_ftf``): the jobs with work left, each with its time since submission, its
+    cumulative isolated time and its remaining seconds at its best placement."""
+    cluster = view.cluster
+    capacity = float(cluster.size)
+
+    def solve_jobs(jobs: list[JobState]) -> dict[JobState, float]:
+        kept = [job for job in jobs if job.remaining_at(now) > 0]
+        remaining = [job.remaining_at(now) for job in kept]
+        speeds = [
+            job.gang
+            * job.app.profile.best_factor_on(job.gang, cluster.shape)
+            / job.app.profile.time_per_iteration
+            for job in kept
+        ]
+        done = isolated_time.update(kept, remaining)
+        loads = [
+            FtfJob(max(0.0, now - job.app.arrival), c, rem / speed, job.gang)
+            for job, c, rem, speed in zip(kept, done, remaining, speeds, strict=True)
+        ]
+        allocation = solve_ftf(loads, capacity)
+        isolated = gavel_isolated([job.gang for job in kept], capacity).tolist()
+        isolated_time.solved(
+            kept, remaining, [s * x for s, x in zip(speeds, isolated, strict=True)]
+        )
+        return dict(zip(kept, allocation.fractions, strict=True))
+
+    return solve_jobs
+
+
+def _max_min_solver(view: SchedulingView, now: float) -> Solver:
+    """Gavel's max-min allocation over the given jobs, as time fractions by job: the jobs
+    with work left, split by their gangs alone (``solve_gangs``)."""
     capacity = float(view.cluster.size)
 
     def solve_jobs(jobs: list[JobState]) -> dict[JobState, float]:
@@ -250,14 +377,31 @@ def _solver(view: SchedulingView, now: float) -> Solver:
     return solve_jobs
 
 
-def _typed_solver(view: SchedulingView, now: float) -> TypedSolver:
+def _typed_solver(
+    view: SchedulingView, now: float, isolated_time: IsolatedTime | None
+) -> TypedSolver:
     """Gavel's heterogeneity-aware allocation over the given jobs: time fractions by job
-    and GPU type."""
+    and GPU type. ``isolated_time`` None: the max-min split (``isolated_typed``, zero on a
+    type the gang does not fit); else finish-time fairness (``solve_typed``)."""
     cluster = view.cluster
     parts = cluster.shape.parts
     capacities = [float(part.count) for _, part in parts]
 
-    def solve_jobs(jobs: list[JobState]) -> dict[JobState, dict[str, float]]:
+    def max_min(jobs: list[JobState]) -> dict[JobState, dict[str, float]]:
+        kept = [job for job in jobs if job.remaining_at(now) > 0]
+        fits = [[job.gang <= part.count for _, part in parts] for job in kept]
+        kept = [job for job, row in zip(kept, fits, strict=True) if any(row)]
+        split = isolated_typed([job.gang for job in kept], capacities).tolist()
+        return {
+            job: {
+                t: (x if job.gang <= part.count else 0.0)
+                for (t, part), x in zip(parts, row, strict=True)
+            }
+            for job, row in zip(kept, split, strict=True)
+        }
+
+    def ftf(jobs: list[JobState]) -> dict[JobState, dict[str, float]]:
+        assert isolated_time is not None
         loads = []
         kept = []
         for job in jobs:
@@ -265,13 +409,21 @@ def _typed_solver(view: SchedulingView, now: float) -> TypedSolver:
             if load is not None:
                 loads.append(load)
                 kept.append(job)
+        remaining = [load.remaining for load in loads]
+        done = isolated_time.update(kept, remaining)
+        loads = [replace(load, isolated_done=c) for load, c in zip(loads, done, strict=True)]
         allocation = solve_typed(loads, capacities)
+        alone = [
+            sum(x * v for x, v in zip(row, load.speeds, strict=True))
+            for row, load in zip(allocation.isolated, loads, strict=True)
+        ]
+        isolated_time.solved(kept, remaining, alone)
         return {
             job: {t: x for (t, _), x in zip(parts, row, strict=True)}
             for job, row in zip(kept, allocation.fractions, strict=True)
         }
 
-    return solve_jobs
+    return max_min if isolated_time is None else ftf
 
 
 def _typed_load(

@@ -5,17 +5,25 @@ A job's attained service is two-dimensional: GPUs x time it has run (GPU-seconds
 sit in K priority queues split by service thresholds; every job starts in the top queue
 and is demoted as its service crosses each threshold. Rules, per round:
 
-- Queues are served in strict priority. Inside a queue, waiting jobs are served first
-  come first served by the time they entered the queue (a new job: its app's arrival; a
-  demoted job: its crossing; a promoted job: its promotion), ties by app arrival, then
-  submission order. A job never preempts a job of its own queue.
-- A waiting job that does not fit the free GPUs preempts running jobs of lower queues, the
-  lowest queue first and in it the most attained service first, when that makes it fit
-  (victims it does not need after all are spared). A job that cannot fit even so is passed
-  over for the jobs behind it: no GPU idles while a waiting gang would fit.
-- Starvation: a waiting job below the top queue whose waiting time since it last entered
-  the top queue reaches ``promote_knob`` x its running time since then is promoted back
-  to the top queue; both times restart from zero (the paper's PROMOTEKNOB).
+- Queues are served in strict priority. Inside a queue, the order is that of the list
+  the authors' simulator keeps (SymbioticLab/Tiresias, ``simulator/run_sim.py``,
+  ``dlas_sim_jobs``): running jobs first, in the order they last started or entered the
+  queue; then the waiting jobs preempted from there, the last preempted first; then the
+  other waiting jobs, first come first served by the time they entered the queue (a new
+  job: its app's arrival; a demoted job: its crossing; a promoted job: its promotion);
+  ties by app arrival, then submission order. So a waiting job never preempts a running
+  job of its own queue, except one that enters the queue in this very round: that one
+  joins the tail, behind the queue's waiting jobs.
+- A waiting job that does not fit the free GPUs preempts running jobs of lower queues
+  (and those just entering its own), from the tail: the lowest queue first, in it the
+  job entering it now, then the one that started or entered last, when that makes it fit
+  (victims it does not need after all are spared). A job that cannot fit even so is
+  passed over for the jobs behind it: no GPU idles while a waiting gang would fit.
+- Starvation (off by default, as in the authors' default run): a waiting job below the
+  top queue whose waiting time reaches ``promote_knob`` x its running time since it last
+  entered the top queue is promoted back to the top queue; both times restart from zero,
+  and the waiting time counts only from the job's first start after it entered the top
+  queue (the paper's PROMOTEKNOB; the authors' ``last_pending_time``).
 - Placement-unaware: a gang takes the lowest-numbered free GPUs, whatever their span.
   Jobs that keep running keep their exact GPUs.
 
@@ -31,7 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_right, insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from themis.errors import ThemisError
@@ -49,13 +57,14 @@ from themis.policies.base import (
 )
 from themis.policies.registry import register
 
-#: Service thresholds (GPU-seconds) between the queues: K = 2 queues split at one GPU-hour
-#: (the paper's setting as re-implementations report it; the authors' simulator uses 3,250
-#: GPU-seconds; see the doc).
-THRESHOLDS: tuple[float, ...] = (3600.0,)
+#: Service thresholds (GPU-seconds) between the queues: K = 3 queues split at 3,250 and
+#: 7,200 GPU-seconds, the authors' default run (``dlas-gpu`` in SymbioticLab/Tiresias
+#: ``simulator/run_sim.py``, with ``num_queue = 3`` and ``queue_limit`` in ``jobs.py``).
+THRESHOLDS: tuple[float, ...] = (3250.0, 7200.0)
 
 #: STARVELIMIT = PROMOTE_KNOB x running time since the job last entered the top queue.
-PROMOTE_KNOB = 8.0
+#: Off (inf) as in the authors' default run; their ``dlas-gpu-8`` run sets 8.
+PROMOTE_KNOB = math.inf
 
 #: Times this close (seconds) are one instant, whatever the batching window.
 _EPS = 1e-6
@@ -63,7 +72,7 @@ _EPS = 1e-6
 #: (time it entered its queue, its app's number, submission index, job): waiting jobs of
 #: one queue sort in service order (apps are numbered in arrival order), so the apps' queues
 #: merge as they are.
-_Entry = tuple[float, int, int, JobState]
+_Entry = tuple[tuple[int, float], int, int, JobState]
 
 
 @dataclass
@@ -89,10 +98,20 @@ class TiresiasPolicy(Policy):
     def __init__(
         self,
         options: PolicyOptions,
-        thresholds: Sequence[float] = THRESHOLDS,
-        promote_knob: float = PROMOTE_KNOB,
+        thresholds: Sequence[float] | None = None,
+        promote_knob: float | None = None,
     ) -> None:
+        """``thresholds`` and ``promote_knob`` default to ``options``' Tiresias settings,
+        and those to the authors' default run (``THRESHOLDS``, ``PROMOTE_KNOB``)."""
         super().__init__(options)
+        if thresholds is None:
+            thresholds = options.tiresias_thresholds
+            if thresholds is None:
+                thresholds = THRESHOLDS
+        if promote_knob is None:
+            promote_knob = options.tiresias_promote_knob
+            if promote_knob is None:
+                promote_knob = PROMOTE_KNOB
         thresholds = tuple(float(t) for t in thresholds)
         if any(not (0 < t < math.inf) for t in thresholds) or list(thresholds) != sorted(
             set(thresholds)
@@ -113,6 +132,17 @@ class TiresiasPolicy(Policy):
         # also a floor: a job demoted because its crossing was due within the batching
         # window stays demoted while it waits just short of the threshold.
         self._entered: dict[JobState, tuple[int, float]] = {}
+        # When each running job last started: with its queue entry, its place in its
+        # queue's list in the authors' simulator, whose tail is preempted first.
+        self._started: dict[JobState, float] = {}
+        # When each waiting job was preempted from where it stood among the running jobs
+        # of its queue: it then waits ahead of the queue's other waiting jobs (the
+        # authors' lists move the waiting jobs behind the running ones at each event, so
+        # a job just preempted stands before those that were waiting already).
+        self._preempted: dict[JobState, float] = {}
+        # Running jobs that entered their queue (crossed a threshold) in this round: at
+        # the tail of their new queue, behind its waiting jobs, which may preempt them.
+        self._fresh: set[JobState] = set()
         self._waiting: dict[AppState, _AppQueues] = {}
         # Apps numbered when first seen, in the order of the views' apps: arrival order.
         self._number: dict[AppState, int] = {}
@@ -189,10 +219,14 @@ class TiresiasPolicy(Policy):
         # their positions order them alike
         pos = view.order if view.order is not None else {app: k for k, app in enumerate(apps)}
         running = [j for app in apps for j in app.running_jobs()]
+        fresh = self._fresh = set()
         stand = {j: self._observe(j, now, view.window) for j in running}
         held = [0] * n_queues  # GPUs held per queue by jobs running since before this round
+        fresh_held = [0] * n_queues  # of which by jobs that entered the queue this round
         for job in running:
             held[stand[job][1]] += job.gang
+        for job in fresh:
+            fresh_held[stand[job][1]] += job.gang
         gpus: dict[JobState, tuple[int, ...]] = {j: j.gpus for j in running}
         free = sorted(view.free_gpus())
         victims: list[JobState] | None = None  # sorted when first needed
@@ -200,7 +234,7 @@ class TiresiasPolicy(Policy):
         passed: list[JobState] = []
 
         for q, job in _in_order(waiting):
-            below = sum(held[q + 1 :])
+            below = sum(held[q + 1 :]) + fresh_held[q]
             if not free and not below:  # no job of this queue or any lower one can start
                 break
             stand[job] = self.standing(job, now)
@@ -209,15 +243,14 @@ class TiresiasPolicy(Policy):
                 still_waiting[q] -= 1
             elif job.gang <= len(free) + below:
                 if victims is None:
-                    # Lowest queue first, then the most service, then the latest arrival.
-                    victims = sorted(
-                        running,
-                        key=lambda j: (-stand[j][1], -stand[j][0], -pos[j.app], -j.index),
-                    )
+                    # The tail of the lowest queue first (see ``_place``).
+                    victims = sorted(running, key=lambda j: self._place(j, stand[j][1], pos))
                 for victim in self._preempt(job, q, len(free), victims, stand, gpus):
                     for g in gpus.pop(victim):
                         insort(free, g)
                     held[stand[victim][1]] -= victim.gang
+                    if victim in fresh:
+                        fresh_held[stand[victim][1]] -= victim.gang
                     still_waiting[stand[victim][1]] += 1
                     preempted.append(victim)
                 taken = _take(free, job.gang, cluster=view.cluster)
@@ -242,9 +275,19 @@ class TiresiasPolicy(Policy):
                     gpus[job] = taken
                     still_waiting[stand[job][1]] -= 1
 
+        marks, started = self._marks, self._started
         for job in gpus:
-            self._marks.setdefault(job, (now, 0.0))  # first start
+            if not job.gpus:
+                started[job] = now
+                mark = marks.get(job)
+                if mark is None:  # first start
+                    marks[job] = (now, 0.0)
+                elif mark[0] == math.inf:  # first start since a promotion: waiting counts
+                    marks[job] = (now, mark[1])  # from now on
         stopped = [j for j in preempted if j not in gpus]
+        for job in stopped:
+            if job not in fresh:  # a fresh job stood at the tail: it waits there
+                self._preempted[job] = now
         until = self._next_call(view, gpus, stand, still_waiting, waiting, stopped)
         return {job: Assignment(g, until) for job, g in gpus.items()}, stopped
 
@@ -253,8 +296,9 @@ class TiresiasPolicy(Policy):
         a crossing since the last round is recorded: the job entered its new queue when its
         service reached the threshold."""
         mark = self._marks.get(job)
-        if mark is None:  # started by someone else
-            mark = self._marks[job] = (now, 0.0)
+        if mark is None or mark[0] == math.inf:  # started by someone else
+            mark = self._marks[job] = (now, 0.0 if mark is None else mark[1])
+            self._started.setdefault(job, now)
         gang = job.spec.gang
         service = job.attained + gang * (now - job.held_since) - mark[1]
         q = bisect_right(self.thresholds, service + gang * (window + _EPS))
@@ -263,9 +307,23 @@ class TiresiasPolicy(Policy):
         if q > known:
             crossed = now - (service - self.thresholds[q - 1]) / gang
             self._entered[job] = (q, min(crossed, now))
+            self._preempted.pop(job, None)
+            if crossed >= now - window - _EPS:  # not one left for a later round
+                self._fresh.add(job)
         elif known > q:
             q = known
         return service, q
+
+    def _place(
+        self, job: JobState, queue: int, pos: Mapping[AppState, int]
+    ) -> tuple[int, bool, float, float, int, int]:
+        """A running job's victim rank, lowest first: the lowest queue first and in it the
+        tail of the queue's list, as in the authors' simulator, where a job joins the tail
+        of its queue when it enters it and a waiting job moves to the tail at each round
+        (so that the running jobs of a queue stand in the order they last started)."""
+        entered = self.entered(job)
+        last = max(entered, self._started.get(job, entered))
+        return (-queue, job not in self._fresh, -last, -entered, -pos[job.app], -job.index)
 
     def _preempt(
         self,
@@ -280,9 +338,11 @@ class TiresiasPolicy(Policy):
         order until it fits, then the last-chosen spared while it still fits."""
         chosen: list[JobState] = []
         got = free
+        fresh = self._fresh
         for victim in victims:
-            if stand[victim][1] <= q:
-                break  # victims are sorted lowest queue first
+            queue = stand[victim][1]
+            if queue < q or (queue == q and victim not in fresh):
+                break  # victims are sorted lowest queue first, fresh first in a queue
             if victim in gpus:
                 chosen.append(victim)
                 got += victim.gang
@@ -308,7 +368,8 @@ class TiresiasPolicy(Policy):
         change the schedule, whichever is first.
 
         Nothing else changes between rounds, so a crossing out of queue q matters only if
-        by then a job of queue q or above waits (it may preempt the demoted job), and a
+        by then a job of queue q + 1 or above waits (it may preempt the demoted job, which
+        joins the tail of queue q + 1), and a
         promotion only if by then a job below the top queue runs (the promoted job may
         preempt it). The others are applied at the next round that comes anyway, exactly as
         if they had had a round of their own: crossings and promotions are dated when they
@@ -331,7 +392,7 @@ class TiresiasPolicy(Policy):
             if q < len(self.thresholds):
                 crossing = now + (self.thresholds[q] - service) / job.gang
                 first_crossing = min(first_crossing, crossing)
-                if top_waiting <= q or promotion <= crossing:
+                if top_waiting <= q + 1 or promotion <= crossing:
                     wake = min(wake, crossing)
         if low_running or first_crossing <= promotion:
             wake = min(wake, promotion)
@@ -354,8 +415,11 @@ class TiresiasPolicy(Policy):
                     due = self.promotion_at(job, *self.standing(job, now))
                     if due <= now + window + _EPS:  # dated when due if that has passed
                         at = min(due, now)
-                        self._marks[job] = (at, job.attained)
+                        # waiting counts again only once the job has run again (the
+                        # authors' last_pending_time grows only while executed_time > 0)
+                        self._marks[job] = (math.inf, job.attained)
                         self._entered[job] = (0, at)
+                        self._preempted.pop(job, None)
             cached = self._build(app)
         return cached
 
@@ -397,7 +461,7 @@ class TiresiasPolicy(Policy):
         job of every app that changed."""
         mark = self._marks.get(job)
         if mark is None:  # never started: top queue since its app arrived
-            return 0, (job.app.arrival, number, job.index, job), math.inf
+            return 0, ((1, job.app.arrival), number, job.index, job), math.inf
         gang = job.spec.gang
         service = job.attained - mark[1]
         q = bisect_right(self.thresholds, service + gang * _EPS)
@@ -406,9 +470,12 @@ class TiresiasPolicy(Policy):
             q, at = entered
         else:  # still in the top queue it entered when its app arrived
             at = job.app.arrival
+        preempted = self._preempted.get(job)
+        key = (1, at) if preempted is None else (0, -preempted)
         if q == 0 or math.isinf(self.promote_knob):
-            return q, (at, number, job.index, job), math.inf
-        return q, (at, number, job.index, job), mark[0] + service / gang * (1.0 + self.promote_knob)
+            return q, (key, number, job.index, job), math.inf
+        promotion = mark[0] + service / gang * (1.0 + self.promote_knob)
+        return q, (key, number, job.index, job), promotion
 
     def _forget(self, apps: Sequence[AppState]) -> None:
         """Drop what is kept for apps that have finished."""
@@ -417,11 +484,14 @@ class TiresiasPolicy(Policy):
         self._number = {a: v for a, v in self._number.items() if a in active}
         self._marks = {j: m for j, m in self._marks.items() if j.app in active}
         self._entered = {j: e for j, e in self._entered.items() if j.app in active}
+        self._started = {j: t for j, t in self._started.items() if j.app in active}
+        self._preempted = {j: t for j, t in self._preempted.items() if j.app in active}
 
 
 def _in_order(waiting: list[_AppQueues]) -> Iterator[tuple[int, JobState]]:
-    """Waiting jobs in service order: by queue, then the time they entered it, then the
-    app's arrival (its number), then submission."""
+    """Waiting jobs in service order: by queue, then the preempted ones, last preempted
+    first, then the others by the time they entered it; then the app's arrival (its
+    number), then submission."""
     for q in range(len(waiting[0].queues) if waiting else 0):
         for *_, job in heapq.merge(*(a.queues[q] for a in waiting if a.queues[q])):
             yield q, job

@@ -133,6 +133,12 @@ def _json_number(value: Any) -> Any:
     return value
 
 
+def jsonable(value: Any) -> Any:
+    """``value`` with mappings, sequences and paths made JSON's own types and non-finite
+    floats ``None`` (what every JSON themis writes or prints goes through)."""
+    return _jsonable(value)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}

@@ -11,8 +11,10 @@ written (worst first).
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +35,16 @@ thead th { background: #f3f3f3; }
 figure { margin: 1.5em 0; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; display: block; }
 figcaption { font-size: 0.9em; color: #555; }
-table.text td { text-align: left; }
+table.text td, table.text th { text-align: left; }
 table.sortable th { cursor: pointer; } table.sortable th:hover { background: #e6e6e6; }
 details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #244; }
 .meta { color: #555; font-size: 0.9em; } code { background: #f5f5f5; padding: 0 0.2em; }
+.nw { white-space: nowrap; } .scroll { overflow-x: auto; }
 """
+
+#: A range of numbers in a cell ("0.77-4.63", "12%-40%"): kept on one line, since a
+#: browser would break it after the hyphen and read as two numbers.
+_RANGE = re.compile(r"(?<![\w.])(-?[0-9][0-9,.]*[a-z%]*-[0-9][0-9,.]*[a-z%]*)(?![\w.])")
 
 #: Sorts a ``table.sortable`` by the clicked column (again: the other way). A column whose
 #: cells all read as numbers ("1,234", "0.82", "3.5 h", "12%") sorts numerically.
@@ -106,9 +113,41 @@ def summary_rows_table(
 
 
 def config_table(config: Mapping[str, Any], caption: str = "Configuration") -> Table:
-    """A run's options as a two-column table (``None`` shown as "default")."""
-    rows = [[str(k), "default" if v is None else str(v)] for k, v in config.items()]
+    """A run's settings as a two-column table, as a user writes them on the command line:
+    ``lease_s`` as ``--lease``, ``600.0`` as ``600``, ``False`` as ``off``, a list as
+    ``0,1,2``, ``None`` as ``default``."""
+    rows = [[option_name(str(k)), option_text(v)] for k, v in config.items()]
     return Table(["option", "value"], rows, caption, text=True)
+
+
+def option_name(key: str) -> str:
+    """``lease_s`` -> ``--lease``: the flag a setting of ``RunConfig.to_dict`` comes from."""
+    return "--" + key.removesuffix("_s").replace("_", "-")
+
+
+def option_text(value: Any) -> str:
+    """A setting's value as typed on the command line."""
+    if value is None:
+        return "default"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}" if value == value and abs(value) < 1e15 else str(value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={option_text(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple)):
+        return ",".join(option_text(v) for v in value) or "none"
+    return str(value)
+
+
+def provenance(command: str | None = None, now: datetime | None = None) -> str:
+    """One line saying what wrote a report: themis's version, the command line when
+    known, and the date (UTC)."""
+    from themis import __version__
+
+    when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [f"themis {__version__}", *([command] if command else []), when]
+    return "written by " + " · ".join(parts)
 
 
 def _table(table: Table) -> str:
@@ -121,10 +160,11 @@ def _table(table: Table) -> str:
     parts.append("</thead><tbody>")
     for row in table.rows:
         # A newline in a cell (a median over its range) is a line break.
-        cells = (e(str(c)).replace("\n", "<br>") for c in row)
+        cells = (_RANGE.sub(r'<span class="nw">\1</span>', e(str(c))).replace("\n", "<br>")
+                 for c in row)  # fmt: skip
         parts.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts.append("</tbody></table>")
-    text = "".join(parts)
+    text = f'<div class="scroll">{"".join(parts)}</div>'
     if table.folded:
         return f"<details><summary>{e(table.folded)}</summary>{text}</details>"
     return text
@@ -163,10 +203,15 @@ def render(title: str, meta: Sequence[str], sections: Sequence[Section]) -> str:
 
 
 def write_report(
-    out_dir: Path, title: str, meta: Sequence[str], sections: Sequence[Section]
+    out_dir: Path,
+    title: str,
+    meta: Sequence[str],
+    sections: Sequence[Section],
+    command: str | None = None,
 ) -> Path:
-    """Write ``out_dir/report.html`` (created if missing) and return its path."""
+    """Write ``out_dir/report.html`` (created if missing) and return its path; its first
+    line says what wrote it (:func:`provenance`: version, ``command``, date)."""
     ensure_dir(out_dir)
     path = out_dir / REPORT_FILE
-    path.write_text(render(title, meta, sections), encoding="utf-8")
+    path.write_text(render(title, [provenance(command), *meta], sections), encoding="utf-8")
     return path

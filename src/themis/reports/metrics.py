@@ -10,9 +10,9 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from themis.fairness.ftf import posthoc_rho
+from themis.fairness.ftf import GangWork, posthoc_rho, t_cluster
 from themis.simulator.engine import SimulationResult
 
 
@@ -63,6 +63,54 @@ class RunSummary:
     share_rho_over_1: float = 0.0
     #: GPU-hours a policy kept idle on purpose (Themis's reservations for waiting gangs).
     reserved_idle_gpu_hours: float = 0.0
+    #: Job-level figures (``job_rows``), over the jobs that held a GPU: the wait from
+    #: arrival to a job's first GPU, its slowdown (completion over its isolated time at
+    #: its best placement), and how many times its gang was started.
+    job_wait_mean_s: float = 0.0
+    job_wait_p50_s: float = 0.0
+    job_wait_p99_s: float = 0.0
+    job_wait_max_s: float = 0.0
+    job_slowdown_p50: float = 1.0
+    job_slowdown_p99: float = 1.0
+    job_slowdown_max: float = 1.0
+    starts_per_job_mean: float = 0.0
+    starts_per_job_max: int = 0
+    #: The same per gang size: ``{gang: {"jobs", "wait_p50_s", ..., "starts_max"}}``
+    #: (``JOB_FIGURES``), smallest gang first.
+    jobs_by_gang: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One job that held a GPU: when it arrived (with its app), first held a GPU and
+    finished, its isolated time (its work alone on the cluster at its best placement,
+    ``isolated_time``) and how many times its gang was started (its rows in
+    ``allocations.csv``: a preemption, a migration or a resume after a rung adds one)."""
+
+    app_id: str
+    job_id: str
+    gang: int
+    arrival_s: float
+    first_gpu_s: float
+    finish_s: float
+    isolated_s: float
+    starts: int
+
+    @property
+    def wait_s(self) -> float:
+        return self.first_gpu_s - self.arrival_s
+
+    @property
+    def completion_s(self) -> float:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def slowdown(self) -> float:
+        """Completion over isolated time: 1 when the job ran at once, without a break, at
+        its best placement; 1 for a job with no isolated time."""
+        if self.isolated_s <= 0:
+            return 1.0
+        return self.completion_s / self.isolated_s
 
 
 def gang_text(gangs: Sequence[int]) -> str:
@@ -111,6 +159,86 @@ def app_rows(result: SimulationResult) -> list[AppRow]:
     return rows
 
 
+def isolated_time(result: SimulationResult, model: str, gang: int, work: float) -> float:
+    """Seconds ``work`` iterations of ``model`` take on a ``gang`` alone on the run's
+    cluster, at the best placement the cluster has for the gang (the fastest GPU type on
+    a typed cluster): the same estimator as ``T_cluster``, for one job."""
+    profile = result.workload.profiles[model]
+    return t_cluster(profile, {gang: GangWork(work, work, 1)}, result.cluster.shape)
+
+
+def job_rows(result: SimulationResult) -> list[JobRow]:
+    """One row per job that held a GPU, in app order then job order. Jobs that never
+    held one (no work to do) are left out: they neither waited nor ran."""
+    first: dict[tuple[str, str], float] = {}
+    starts: Counter[tuple[str, str]] = Counter()
+    for interval in result.intervals:
+        key = (interval.app_id, interval.job_id)
+        starts[key] += 1
+        known = first.get(key)
+        if known is None or interval.start < known:
+            first[key] = interval.start
+    truth = {a.app_id: a for a in result.workload.apps}
+    rows = []
+    for app in result.apps:
+        spec = truth.get(app.app_id, app.spec)
+        for job, true_job in zip(app.jobs, spec.jobs, strict=True):
+            key = (app.app_id, job.job_id)
+            started = first.get(key)
+            if started is None:
+                continue
+            if job.finished_at is None:
+                raise AssertionError(f"job {job.job_id} has no finish time in a finished run")
+            work = result.work_done.get(key, true_job.work)
+            rows.append(
+                JobRow(
+                    app.app_id,
+                    job.job_id,
+                    job.gang,
+                    app.arrival,
+                    started,
+                    job.finished_at,
+                    isolated_time(result, app.spec.model, job.gang, work),
+                    starts[key],
+                )
+            )
+    return rows
+
+
+#: The per-gang figures of ``RunSummary.jobs_by_gang``, in order.
+JOB_FIGURES = (
+    "jobs",
+    "wait_mean_s",
+    "wait_p50_s",
+    "wait_p99_s",
+    "wait_max_s",
+    "slowdown_p50",
+    "slowdown_p99",
+    "slowdown_max",
+    "starts_mean",
+    "starts_max",
+)
+
+
+def job_figures(jobs: Sequence[JobRow]) -> dict[str, float]:
+    """``JOB_FIGURES`` over ``jobs`` (at least one)."""
+    waits = [j.wait_s for j in jobs]
+    slowdowns = [j.slowdown for j in jobs]
+    starts = [j.starts for j in jobs]
+    return {
+        "jobs": len(jobs),
+        "wait_mean_s": statistics.fmean(waits),
+        "wait_p50_s": percentile(waits, 50),
+        "wait_p99_s": percentile(waits, 99),
+        "wait_max_s": max(waits),
+        "slowdown_p50": percentile(slowdowns, 50),
+        "slowdown_p99": percentile(slowdowns, 99),
+        "slowdown_max": max(slowdowns),
+        "starts_mean": statistics.fmean(starts),
+        "starts_max": max(starts),
+    }
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """The ``p``-th percentile (0-100) with linear interpolation between the closest
     order statistics (numpy's default): well defined for any non-empty sample, and
@@ -135,9 +263,15 @@ def jain_index(values: Sequence[float]) -> float:
     return sum(values) ** 2 / (len(values) * square_sum)
 
 
-def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) -> RunSummary:
-    """The run's summary; pass ``rows`` if already computed by :func:`app_rows`."""
+def summarize(
+    result: SimulationResult,
+    rows: Sequence[AppRow] | None = None,
+    jobs: Sequence[JobRow] | None = None,
+) -> RunSummary:
+    """The run's summary; pass ``rows`` and ``jobs`` if already computed by
+    :func:`app_rows` and :func:`job_rows`."""
     rows = list(rows) if rows is not None else app_rows(result)
+    jobs = list(jobs) if jobs is not None else job_rows(result)
     if not rows:
         raise ValueError("a run with no apps has no summary")
     rhos = [r.rho for r in rows]
@@ -152,6 +286,10 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
             best_seconds += held
     capacity = result.cluster.size * makespan
     over = sum(1 for rho in rhos if rho > 1.0)
+    figures: dict[str, float] = job_figures(jobs) if jobs else {}
+    by_gang: dict[int, list[JobRow]] = {}
+    for job in jobs:
+        by_gang.setdefault(job.gang, []).append(job)
     return RunSummary(
         policy=result.policy,
         apps=len(rows),
@@ -173,4 +311,14 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
         share_rho_over_1=over / len(rhos),
         reserved_idle_gpu_hours=sum(e - s for s, e, gpus in result.held_idle for _ in gpus)
         / 3600.0,
+        job_wait_mean_s=figures.get("wait_mean_s", 0.0),
+        job_wait_p50_s=figures.get("wait_p50_s", 0.0),
+        job_wait_p99_s=figures.get("wait_p99_s", 0.0),
+        job_wait_max_s=figures.get("wait_max_s", 0.0),
+        job_slowdown_p50=figures.get("slowdown_p50", 1.0),
+        job_slowdown_p99=figures.get("slowdown_p99", 1.0),
+        job_slowdown_max=figures.get("slowdown_max", 1.0),
+        starts_per_job_mean=figures.get("starts_mean", 0.0),
+        starts_per_job_max=int(figures.get("starts_max", 0)),
+        jobs_by_gang={g: job_figures(by_gang[g]) for g in sorted(by_gang)},
     )

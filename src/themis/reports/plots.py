@@ -8,10 +8,16 @@ in the browser, and inlined into ``report.html`` it keeps the report one file.
 
 Each ``*_figure`` function returns a ``Figure`` (tests measure it) and :func:`to_svg`
 turns it into text. They take plain numbers, never a simulation, so a figure can be
-redrawn from saved runs. Where a label (a policy) has several runs (seeds), each seed
-is drawn: thin lines in the label's colour for distributions, every seed's points in
-scatters, a band (min-max) around the median for sweeps, so that the spread between
-seeds is visible next to the differences between policies.
+redrawn from saved runs. Where a label (a policy) has several runs (seeds), the figure
+shows their median and range: a CDF's median fraction at each value with a min-max band,
+a sweep's median with its band; scatters show every seed's points. So the spread between
+seeds is visible next to the differences between policies, and five seeds of eleven
+policies stay eleven lines, not fifty-five.
+
+Every policy has one style in every figure and every report (:data:`POLICY_STYLES`): a
+colour from Paul Tol's colour-blind-safe palettes, a marker and a dash pattern, so that
+lines differ by more than colour (red/green blindness, grey print). Labels that are not
+built-in policies take the spare styles in order.
 """
 
 from __future__ import annotations
@@ -30,14 +36,73 @@ WIDTH = 8.0
 HEIGHT = 4.67
 #: Height of one panel of a small-multiples figure (one panel per policy).
 PANEL_HEIGHT = 1.15
+#: Most labels whose CDFs get a min-max band over seeds (more overlap unreadably).
+MAX_BANDS = 3
 
 
-#: The colour of each label (policy), cycled: the same policy has the same colour in
-#: every figure of a report when the labels come in the same order.
-COLOURS = (
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-)  # fmt: skip
+@dataclass(frozen=True)
+class Style:
+    """How one label (policy) is drawn: colour, marker, and dash pattern of its lines."""
+
+    colour: str
+    marker: str
+    dash: str | tuple[float, tuple[float, ...]]
+
+
+_SOLID, _DASHED, _DOTTED, _DASHDOT = "-", (0, (6.0, 2.0)), (0, (1.2, 1.6)), "-."
+
+#: Each built-in policy's style, fixed: the same in every figure whatever the labels'
+#: order. Colours from Paul Tol's "vibrant" and "muted" schemes (colour-blind safe); two
+#: policies with close colours (themis/tiresias, las/srtf) differ in marker and dash.
+POLICY_STYLES: dict[str, Style] = {
+    "themis": Style("#CC3311", "o", _SOLID),
+    "fifo": Style("#0077BB", "s", _DASHED),
+    "ftf-oracle": Style("#000000", "*", _DOTTED),
+    "gandiva": Style("#009988", "D", _DASHDOT),
+    "gavel": Style("#EE7733", "^", _SOLID),
+    "las": Style("#33BBEE", "v", _DASHED),
+    "max-min": Style("#777777", "X", _DOTTED),
+    "optimus": Style("#AA4499", "P", _DASHDOT),
+    "slaq": Style("#999933", "p", _SOLID),
+    "srtf": Style("#332288", "<", _DASHED),
+    "tiresias": Style("#EE3377", ">", _DOTTED),
+}
+#: Styles for labels that are not built-in policies (plugins, sweep values), in order.
+SPARE_STYLES: tuple[Style, ...] = (
+    Style("#117733", "h", _SOLID),
+    Style("#882255", "8", _DASHED),
+    Style("#DDAA33", "d", _DASHDOT),
+    Style("#88CCEE", "H", _DOTTED),
+    Style("#44AA99", "1", _SOLID),
+    Style("#DDCC77", "2", _DASHED),
+)
+
+
+def styles_for(labels: Sequence[str]) -> dict[str, Style]:
+    """Each label's style: a built-in policy's own (matched on the label's first word,
+    so ``themis seed 3`` is drawn as ``themis``), else the next spare one; past the spares
+    the built-ins' styles are reused with another marker, so no two labels look alike
+    within twenty-three."""
+    out: dict[str, Style] = {}
+    spare = 0
+    markers = "ov^<>sDpPX*h"
+    for label in labels:
+        key = label.split()[0] if label.split() else label
+        if key in POLICY_STYLES:
+            out[label] = POLICY_STYLES[key]
+            continue
+        if spare < len(SPARE_STYLES):
+            out[label] = SPARE_STYLES[spare]
+        else:
+            k = spare - len(SPARE_STYLES)
+            base = list(POLICY_STYLES.values())[k % len(POLICY_STYLES)]
+            out[label] = Style(base.colour, markers[(k + 5) % len(markers)], base.dash)
+        spare += 1
+    return out
+
+
+#: The first colours a comparison of Themis and FIFO shows (tests/reports/test_screenshot).
+COLOURS = (POLICY_STYLES["themis"].colour, POLICY_STYLES["fifo"].colour)
 
 
 @dataclass(frozen=True)
@@ -50,10 +115,6 @@ class Series:
     y: Sequence[float]
     low: Sequence[float] | None = None
     high: Sequence[float] | None = None
-
-
-def colour(k: int) -> str:
-    return COLOURS[k % len(COLOURS)]
 
 
 def to_svg(fig: Figure) -> str:
@@ -90,23 +151,40 @@ def cdf_figure(
     xlabel: str,
     log_x: bool = False,
     marker_x: float | None = None,
+    ylabel: str = "fraction of apps",
 ) -> Figure:
-    """Empirical CDFs: per label, one step line per seed's sample, in the label's colour."""
-    fig, ax = _new(title, xlabel, "fraction of apps")
-    for k, (label, per_seed) in enumerate(samples.items()):
-        several = len(per_seed) > 1
-        for s, values in enumerate(per_seed):
-            if values:
-                xs, ys = _cdf_points(values)
-                ax.step(
-                    xs,
-                    ys,
-                    where="post",
-                    color=colour(k),
-                    linewidth=0.9 if several else 1.4,
-                    alpha=0.65 if several else 1.0,
-                    label=label if s == 0 else None,
-                )
+    """Empirical CDFs, one line per label in its style. A label with several samples
+    (seeds) is drawn as the median fraction over its seeds at each value, with the
+    min-max band of the seeds' CDFs shaded behind it when at most ``MAX_BANDS`` labels
+    are drawn (more bands overlap into one grey mass; the tables give the ranges)."""
+    fig, ax = _new(title, xlabel, ylabel)
+    styles = styles_for(list(samples))
+    bands = len(samples) <= MAX_BANDS
+    for label, per_seed in samples.items():
+        style = styles[label]
+        kept = [list(v) for v in per_seed if len(v)]
+        if not kept:
+            continue
+        if len(kept) == 1:
+            xs, ys = _cdf_points(kept[0])
+            name = label
+        else:
+            xs, ys, low, high = _cdf_band(kept)
+            if bands:
+                ax.fill_between(xs, low, high, step="post", color=style.colour, alpha=0.15, lw=0)
+            name = f"{label} (median of {len(kept)})"
+        ax.step(
+            xs,
+            ys,
+            where="post",
+            color=style.colour,
+            linestyle=style.dash,
+            linewidth=1.4,
+            marker=style.marker,
+            markevery=_marker_positions(len(xs)),
+            markersize=5,
+            label=name,
+        )
     if marker_x is not None:
         ax.axvline(marker_x, color="grey", linestyle=":", linewidth=1)
     if log_x:
@@ -114,6 +192,33 @@ def cdf_figure(
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower right", fontsize="small")
     return fig
+
+
+def _cdf_band(
+    samples: Sequence[Sequence[float]],
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """At every value any sample takes: the median, lowest and highest fraction of the
+    samples' empirical CDFs there."""
+    import numpy as np
+
+    grid = np.unique(np.concatenate([np.asarray(v, dtype=float) for v in samples]))
+    fractions = np.array(
+        [np.searchsorted(np.sort(v), grid, side="right") / len(v) for v in samples]
+    )
+    return (
+        grid.tolist(),
+        np.median(fractions, axis=0).tolist(),
+        fractions.min(axis=0).tolist(),
+        fractions.max(axis=0).tolist(),
+    )
+
+
+def _marker_positions(n: int, count: int = 8) -> list[int]:
+    """About ``count`` evenly spread indices of ``n`` points: markers that tell lines
+    apart without hiding them."""
+    if n <= count:
+        return list(range(n))
+    return sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
 
 
 def usage_figure(
@@ -129,12 +234,15 @@ def usage_figure(
     fig = Figure(figsize=(WIDTH, 0.9 + PANEL_HEIGHT * n), layout="constrained")
     axes = fig.subplots(n, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     fig.suptitle(title)
-    for k, (ax, (label, per_seed)) in enumerate(zip(axes, usage.items(), strict=False)):
+    fig.supylabel("GPUs in use")
+    styles = styles_for(list(usage))
+    for ax, (label, per_seed) in zip(axes, usage.items(), strict=False):
+        style = styles[label]
         for s, (times, levels) in enumerate(per_seed):
             hours = [t / 3600 for t in times]
             if s == 0:
-                ax.fill_between(hours, levels, step="post", color=colour(k), alpha=0.35, lw=0)
-            ax.step(hours, levels, where="post", color=colour(k), linewidth=0.7)
+                ax.fill_between(hours, levels, step="post", color=style.colour, alpha=0.35, lw=0)
+            ax.step(hours, levels, where="post", color=style.colour, linewidth=0.7)
         ax.axhline(capacity, color="black", linestyle="--", linewidth=0.7)
         ax.set_ylim(0, capacity * 1.1)
         ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize="small")
@@ -155,11 +263,10 @@ def scatter_figure(
     """One marker set per label (each app's rho against its size, per policy; every
     seed's apps). The legend sits outside the axes so it hides no point."""
     fig, ax = _new(title, xlabel, ylabel)
-    markers = "os^vD<>px*"
-    for k, (label, (xs, ys)) in enumerate(points.items()):
-        ax.scatter(
-            xs, ys, s=14, alpha=0.7, color=colour(k), marker=markers[k % len(markers)], label=label
-        )
+    styles = styles_for(list(points))
+    for label, (xs, ys) in points.items():
+        style = styles[label]
+        ax.scatter(xs, ys, s=16, alpha=0.7, color=style.colour, marker=style.marker, label=label)
     if marker_y is not None:
         ax.axhline(marker_y, color="grey", linestyle=":", linewidth=1)
     if log_x:
@@ -190,10 +297,19 @@ def sweep_figure(
         for y in [*line.y, *(line.low or ()), *(line.high or ())]
         if y > 0 and math.isfinite(y)
     ]
-    for k, line in enumerate(series):
-        ax.plot(list(line.x), list(line.y), marker="o", color=colour(k), label=line.label)
+    styles = styles_for([line.label for line in series])
+    for line in series:
+        style = styles[line.label]
+        ax.plot(
+            list(line.x),
+            list(line.y),
+            marker=style.marker,
+            linestyle=style.dash,
+            color=style.colour,
+            label=line.label,
+        )
         if line.low is not None and line.high is not None:
-            ax.fill_between(list(line.x), list(line.low), list(line.high), color=colour(k),
+            ax.fill_between(list(line.x), list(line.low), list(line.high), color=style.colour,
                             alpha=0.18, lw=0)  # fmt: skip
     # A log axis only helps across orders of magnitude; over a narrow range its ticks
     # are unreadable.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from themis.reports.metrics import AppRow, RunSummary, app_rows, summarize
+from themis.reports.metrics import AppRow, RunSummary, app_rows, job_rows, summarize
 from themis.simulator.engine import SimulationResult
 
 #: GPUs-in-use curves are thinned to at most this many steps: a browser plot shows no more.
@@ -35,6 +35,8 @@ class RunRecord:
     params: Mapping[str, Any] = field(default_factory=dict)
     #: CPU seconds the simulation took (0 when not measured): what a batch costs.
     cpu_s: float = 0.0
+    #: Each job's wait for its first GPU, in hours (jobs that held a GPU, in app order).
+    job_waits_h: tuple[float, ...] = ()
 
     @property
     def policy(self) -> str:
@@ -81,6 +83,7 @@ def record_run(
     result: SimulationResult, label: str | None = None, params: Mapping[str, Any] | None = None
 ) -> RunRecord:
     rows = app_rows(result)
+    jobs = job_rows(result)
     profiles = result.workload.profiles
     sizes = {
         app.app_id: sum(j.work for j in app.jobs) * profiles[app.model].time_per_iteration / 3600
@@ -89,11 +92,12 @@ def record_run(
     times, levels = thin(*gpus_in_use(result), MAX_USAGE_POINTS)
     return RunRecord(
         label=label or result.policy,
-        summary=summarize(result, rows),
+        summary=summarize(result, rows, jobs),
         rows=tuple(rows),
         app_gpu_hours=sizes,
         usage_times=tuple(times),
         usage_gpus=tuple(levels),
         capacity=result.cluster.size,
         params=dict(params or {}),
+        job_waits_h=tuple(j.wait_s / 3600 for j in jobs),
     )

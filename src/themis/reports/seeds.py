@@ -63,6 +63,18 @@ SEED_METRICS: tuple[SeedMetric, ...] = (
     SeedMetric("placement_score", "placed %", lambda v: f"{100 * v:.1f}"),
 )
 
+#: The job-level metrics over seeds: reports show them after SEED_METRICS, a terminal in a
+#: second table (``jobs_seeds_table``).
+JOB_SEED_METRICS: tuple[SeedMetric, ...] = (
+    SeedMetric("job_wait_p50_s", "job wait p50 h", lambda v: f"{v / 3600:,.1f}"),
+    SeedMetric("job_wait_p99_s", "job wait p99 h", lambda v: f"{v / 3600:,.1f}"),
+    SeedMetric("job_wait_max_s", "job wait max h", lambda v: f"{v / 3600:,.1f}"),
+    SeedMetric("job_slowdown_p50", "slowdown p50", show_ratio),
+    SeedMetric("job_slowdown_p99", "slowdown p99", show_ratio),
+    SeedMetric("starts_per_job_mean", "starts/job", lambda v: f"{v:.2f}"),
+    SeedMetric("starts_per_job_max", "starts max", lambda v: f"{v:,.0f}"),
+)
+
 
 #: The metrics a terminal has room for (120 columns); reports show all of SEED_METRICS.
 TERMINAL_KEYS = frozenset(
@@ -135,10 +147,16 @@ def aggregate_dict(grouped: Mapping[str, Sequence[RunSummary]]) -> dict[str, obj
     }
 
 
-def seeds_table(grouped: Mapping[str, Sequence[RunSummary]], caption: str = "") -> Table:
+def seeds_table(
+    grouped: Mapping[str, Sequence[RunSummary]],
+    caption: str = "",
+    metrics: Sequence[SeedMetric] | None = None,
+) -> Table:
     """The multi-seed table for a terminal: the median over the range in each cell, so
-    that eight metrics fit 120 columns (a narrower terminal folds cells, never cuts them)."""
-    shown = [m for m in SEED_METRICS if m.key in TERMINAL_KEYS]
+    that eight metrics fit 120 columns (a narrower terminal folds cells, never cuts them).
+    ``metrics``: default the TERMINAL_KEYS of SEED_METRICS (``JOB_SEED_METRICS``: the
+    job-level table)."""
+    shown = [m for m in SEED_METRICS if m.key in TERMINAL_KEYS] if metrics is None else metrics
     header, rows = seed_rows(grouped, "\n", shown)
     table = Table(caption=caption or None, caption_justify="left")
     table.add_column(header[0], style="bold", no_wrap=True)

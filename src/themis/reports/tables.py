@@ -39,6 +39,22 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
         lambda s: f"{show_ratio(s.rho_p50)} / {show_ratio(s.rho_p90)} / {show_ratio(s.rho_p99)}",
     ),
     ("apps with rho > 1", lambda s: f"{s.apps_rho_over_1:,} ({show_percent(s.share_rho_over_1)})"),
+    (
+        "job wait p50 / p99 / max",
+        lambda s: " / ".join(
+            show_hours(v) for v in (s.job_wait_p50_s, s.job_wait_p99_s, s.job_wait_max_s)
+        ),
+    ),
+    (
+        "job slowdown p50 / p99 / max",
+        lambda s: " / ".join(
+            show_ratio(v) for v in (s.job_slowdown_p50, s.job_slowdown_p99, s.job_slowdown_max)
+        ),
+    ),
+    (
+        "starts per job mean / max",
+        lambda s: f"{s.starts_per_job_mean:.2f} / {s.starts_per_job_max:,}",
+    ),
     ("mean completion", lambda s: show_hours(s.mean_completion_s)),
     ("median completion", lambda s: show_hours(s.median_completion_s)),
     ("makespan", lambda s: show_hours(s.makespan_s)),
@@ -83,6 +99,19 @@ WIDE: tuple[tuple[str, Callable[[RunSummary], str]], ...] = tuple(
     (_SHORT[label], show) for label, show in ROWS if label in _SHORT
 )
 
+#: The job-level figures of the one-row-per-run layout, a table of their own below the
+#: first (one table with both would not fit 120 columns).
+JOB_COLUMNS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
+    ("wait p50", lambda s: show_hours(s.job_wait_p50_s)),
+    ("wait p99", lambda s: show_hours(s.job_wait_p99_s)),
+    ("wait max", lambda s: show_hours(s.job_wait_max_s)),
+    ("slowdown p50", lambda s: show_ratio(s.job_slowdown_p50)),
+    ("slowdown p99", lambda s: show_ratio(s.job_slowdown_p99)),
+    ("slowdown max", lambda s: show_ratio(s.job_slowdown_max)),
+    ("starts mean", lambda s: f"{s.starts_per_job_mean:.2f}"),
+    ("starts max", lambda s: f"{s.starts_per_job_max:,}"),
+)
+
 
 def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
     """One row per run: for comparisons too wide for a column per run."""
@@ -103,8 +132,35 @@ def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Tab
     return table
 
 
+def jobs_table(summaries: Sequence[RunSummary]) -> Table:
+    """One row per run, the job-level figures: each job's wait for its first GPU, its
+    slowdown and how many times it was started (docs/metrics.md)."""
+    if not summaries:
+        raise ValueError("no summaries to show")
+    caption = (
+        "jobs: wait = arrival to first GPU; slowdown = completion / isolated time at the "
+        "best placement; starts = times a job's gang was (re)started"
+    )
+    table = Table(caption=caption, caption_justify="left")
+    table.add_column("policy", style="bold", no_wrap=True)
+    for label, _ in JOB_COLUMNS:
+        table.add_column(label, justify="right", no_wrap=True)
+    for summary in summaries:
+        table.add_row(summary.policy, *(show(summary) for _, show in JOB_COLUMNS))
+    return table
+
+
+def comparison_tables(summaries: Sequence[RunSummary], title: str | None = None) -> list[Table]:
+    """The layout that fits: a column per run for a few (job figures included), a row per
+    run for many, then a second table of the job-level figures."""
+    if len(summaries) <= MAX_COLUMNS:
+        return [summary_table(summaries, title)]
+    return [runs_table(summaries, title), jobs_table(summaries)]
+
+
 def comparison_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
-    """The layout that fits: a column per run for a few, a row per run for many."""
+    """The layout that fits: a column per run for a few, a row per run for many (the
+    job-level figures of many runs: ``jobs_table``)."""
     if len(summaries) <= MAX_COLUMNS:
         return summary_table(summaries, title)
     return runs_table(summaries, title)

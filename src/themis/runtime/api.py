@@ -15,6 +15,7 @@ Routes (JSON unless said otherwise):
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
 - ``GET /metrics``: Prometheus text format (admin token);
+- ``GET /openapi.json`` (admin token): the schema, from ``api_models``;
 - ``POST /v1/tokens/rotate`` (``{"which": "admin" | "submit"}``, admin token) ->
   ``{"which", "token"}``: a new operator token, in its file too; the old one is refused
   from then on.
@@ -25,19 +26,23 @@ Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown
 
 from __future__ import annotations
 
-import json
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from themis.errors import ThemisError
+from themis.runtime import api_models as m
 from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
 from themis.runtime.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
 from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
@@ -50,6 +55,12 @@ from themis.runtime.tokens import token_hash
 MAX_BODY = 2 * MAX_APP_BYTES + 4096
 #: Longest a client may make the API wait for the scheduling loop.
 MAX_WAIT = 120.0
+#: A body over its limit is read and discarded up to this size before the 413, so that a
+#: client that sent it whole (no ``Expect: 100-continue``) reads the answer instead of a
+#: connection reset; past it the connection is closed unread.
+DRAIN_LIMIT = 16 * 2**20
+#: Event ids are SQLite integers.
+MAX_EVENT_ID = 2**63 - 1
 #: The loop is called stalled when its last tick is older than this many ticks (and 5 s).
 STALL_TICKS = 50
 
@@ -71,9 +82,18 @@ class ApiContext:
 
 
 def make_api(ctx: ApiContext) -> FastAPI:
-    app = FastAPI(title="themis arbiter", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="themis arbiter",
+        description="The Themis arbiter's API (docs/runtime.md, 'The lease API' and "
+        "'Security'). Every route but /healthz needs 'Authorization: Bearer <token>'.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,  # served below, to admins only
+    )
     local = threading.local()
     rotating = threading.Lock()
+    # Declares the bearer scheme in the schema; the token itself is checked by principal().
+    bearer = [Security(HTTPBearer(auto_error=False, description="admin, submit or app token"))]
 
     def store() -> Store:
         s = getattr(local, "store", None)
@@ -98,47 +118,61 @@ def make_api(ctx: ApiContext) -> FastAPI:
     def acting_on(request: Request, app_id: str) -> Principal:
         who = principal(request)
         if not who.may_act_on(app_id):
-            raise ApiError(403, f"this token may not act on app '{app_id}'")
+            raise ApiError(403, f"this token may not act on app {app_id!r}")
         return who
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+        headers = {"Connection": "close"} if exc.status == 413 else None
+        detail = _one_line(exc.detail)
+        return JSONResponse({"detail": detail}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_parameter(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's 422 is a list of objects; the API's errors are one line, and 400.
+        return JSONResponse({"detail": _first_error(exc.errors())}, status_code=400)
 
     @app.exception_handler(ThemisError)
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
         status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
         if exc.message.startswith("no app named"):
             status = 404
-        return JSONResponse({"detail": exc.format()}, status_code=status)
+        return JSONResponse({"detail": _one_line(exc.format())}, status_code=status)
 
-    @app.get("/healthz")
+    @app.get("/healthz", response_model=m.Health)
     def healthz() -> dict[str, Any]:
         return {"ok": True}
 
-    @app.get("/v1/status")
+    @app.get(
+        "/v1/status",
+        response_model=m.StatusResponse,
+        responses=m.errors(400, 401),
+        dependencies=bearer,
+    )
     def status(request: Request) -> dict[str, Any]:
         who = principal(request)
         only = who.app_id if who.role == "app" else None
         rows = [r.to_dict() for r in status_rows(store(), only)]
         return {"arbiter": liveness(ctx.snapshot()), "apps": rows}
 
-    @app.post("/v1/apps", status_code=201)
+    @app.post(
+        "/v1/apps",
+        status_code=201,
+        response_model=m.SubmitResponse,
+        responses=m.errors(400, 401, 403, 413, 503),
+        dependencies=bearer,
+        openapi_extra=m.body_schema(m.SubmitRequest),
+    )
     async def submit(request: Request) -> dict[str, Any]:
         who = principal(request)
         if not who.may_submit:
             raise ApiError(403, "submitting needs the submit or admin token")
-        body = await _bounded_body(request)
-        try:
-            raw = json.loads(body)
-            text, source, base_dir = raw["text"], str(raw["source"]), raw["base_dir"]
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(400, "expected JSON {text, source, base_dir}") from None
-        if not isinstance(text, str) or not isinstance(base_dir, str):
-            raise ApiError(400, "text and base_dir must be strings")
-        if not Path(base_dir).is_absolute():
+        body = _model(m.SubmitRequest, await _bounded_body(request))
+        if not Path(body.base_dir).is_absolute():
             raise ApiError(400, "base_dir must be an absolute path")
-        return await run_in_threadpool(_submit_now, text, source[:200], Path(base_dir))
+        return await run_in_threadpool(
+            _submit_now, body.text, body.source[:200], Path(body.base_dir)
+        )
 
     def _submit_now(text: str, source: str, base_dir: Path) -> dict[str, Any]:
         app_file = parse_app_text(text, source, base_dir)
@@ -146,41 +180,57 @@ def make_api(ctx: ApiContext) -> FastAPI:
         result = ctx.commands.put(command).wait(30.0)
         return {**result, "token": token}
 
-    @app.post("/v1/apps/{app_id}/cancel")
+    @app.post(
+        "/v1/apps/{app_id}/cancel",
+        response_model=m.Reply,
+        responses=m.errors(400, 401, 403, 404, 503),
+        dependencies=bearer,
+    )
     def cancel(app_id: str, request: Request, wait: float = 30.0) -> dict[str, Any]:
+        if not math.isfinite(wait) or wait < 0:
+            raise ApiError(400, f"wait must be a finite number of seconds >= 0, got {wait}")
         acting_on(request, app_id)
         command = ctx.commands.put(Command("cancel", app_id))
         return {"reply": command.wait(min(max(wait, 0.0), MAX_WAIT))}
 
-    @app.post("/v1/apps/{app_id}/release")
+    @app.post(
+        "/v1/apps/{app_id}/release",
+        response_model=m.Reply,
+        responses=m.errors(400, 401, 403, 404, 413, 503),
+        dependencies=bearer,
+        openapi_extra=m.body_schema(m.ReleaseRequest),
+    )
     async def release(app_id: str, request: Request) -> dict[str, Any]:
         acting_on(request, app_id)
-        body = await _bounded_body(request, 1024)
-        try:
-            trial = str(json.loads(body)["trial"])
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(400, "expected JSON {trial}") from None
+        trial = _model(m.ReleaseRequest, await _bounded_body(request, 1024)).trial
         command = ctx.commands.put(Command("release", app_id, {"trial": trial}))
         return {"reply": await run_in_threadpool(command.wait, 30.0)}
 
-    @app.get("/v1/apps/{app_id}/logs")
+    @app.get(
+        "/v1/apps/{app_id}/logs",
+        response_model=m.LogsResponse,
+        responses=m.errors(400, 401, 403, 404),
+        dependencies=bearer,
+    )
     def logs(app_id: str, request: Request, after: int = 0) -> dict[str, Any]:
+        if not 0 <= after <= MAX_EVENT_ID:
+            raise ApiError(400, f"after must be an event id from 0 to {MAX_EVENT_ID}")
         acting_on(request, app_id)
         lines, last = log_lines(store(), app_id, after)
         row = store().app(app_id)
         return {"lines": lines, "last": last, "state": None if row is None else row.state}
 
-    @app.post("/v1/tokens/rotate")
+    @app.post(
+        "/v1/tokens/rotate",
+        response_model=m.RotateResponse,
+        responses=m.errors(400, 401, 403, 413),
+        dependencies=bearer,
+        openapi_extra=m.body_schema(m.RotateRequest),
+    )
     async def rotate(request: Request) -> dict[str, Any]:
         if principal(request).role != "admin":
             raise ApiError(403, "rotating a token needs the admin token")
-        body = await _bounded_body(request, 1024)
-        try:
-            which = json.loads(body)["which"]
-        except (ValueError, KeyError, TypeError):
-            raise ApiError(400, "expected JSON {which}") from None
-        if which not in OPERATOR_TOKEN_FILES:
-            raise ApiError(400, f"which token: 'admin' or 'submit', got {which!r}")
+        which = _model(m.RotateRequest, await _bounded_body(request, 1024)).which
         return {"which": which, "token": await run_in_threadpool(_rotate_now, which)}
 
     def _rotate_now(which: str) -> str:
@@ -190,28 +240,79 @@ def make_api(ctx: ApiContext) -> FastAPI:
             ctx.tokens = ctx.tokens.with_token(which, token)
         return token
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={
+            200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+            **m.errors(401, 403),
+        },
+        dependencies=bearer,
+    )
     def metrics(request: Request) -> Response:
         if principal(request).role != "admin":
             raise ApiError(403, "metrics need the admin token")
         return Response(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
 
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(request: Request) -> JSONResponse:
+        """The API's schema (OpenAPI 3), to admins: it lists every route and field."""
+        if principal(request).role != "admin":
+            raise ApiError(403, "the schema needs the admin token")
+        return JSONResponse(app.openapi())
+
     return app
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _model(model: type[_Model], body: bytes) -> _Model:
+    """``body`` checked against ``model``; a mismatch is one-line 400."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise ApiError(400, _first_error(exc.errors())) from None
+
+
+def _one_line(text: str) -> str:
+    """An error as one line, whatever user input it quotes (a newline shown as ``\\n``)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _first_error(errors: Any) -> str:
+    """Pydantic's list of errors as one line: where, then what."""
+    first = errors[0] if errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = f"{where}: {first.get('msg', 'invalid request')}" if where else first.get("msg")
+    return " ".join(str(message or "invalid request").split())[:300]
+
+
 async def _bounded_body(request: Request, limit: int = MAX_BODY) -> bytes:
-    """The request body, refused (413) past ``limit`` bytes before more is read."""
+    """The request body, refused (413) past ``limit`` bytes: nothing past the limit is
+    kept, and up to ``DRAIN_LIMIT`` is read and dropped first so the client sees the 413."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
+        if int(declared) <= DRAIN_LIMIT:
+            await _drain(request)
         raise ApiError(413, f"request body of {int(declared)} bytes; at most {limit}")
     chunks = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, f"request body over {limit} bytes")
+            await _drain(request, size)
+            raise ApiError(413, f"request body over {limit} bytes; at most {limit}")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _drain(request: Request, size: int = 0) -> None:
+    """Read and drop the rest of the body, up to ``DRAIN_LIMIT`` bytes in all."""
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > DRAIN_LIMIT:
+            return
 
 
 def liveness(snapshot: dict[str, Any]) -> dict[str, Any]:

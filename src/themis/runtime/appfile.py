@@ -44,6 +44,7 @@ import math
 import os
 import random
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,20 @@ MAX_TRIALS = 1000
 MAX_PARAMS = 32
 MAX_CHOICES = 256
 MAX_STRING = 256
+#: Bounds of every number of an app file. Python reads integers of any size and SQLite
+#: stores 64 bits: an unbounded ``steps`` once stopped the arbiter (issue 20), so each
+#: field has a bound far above any real app and far below what breaks the arithmetic.
+MAX_STEPS = 10**12  # steps, min_steps, checkpoint_every
+MAX_GPUS_PER_TRIAL = 4096
+MAX_ETA = 1024
+MAX_SEED = 2**63 - 1
+MAX_STEP_TIME = 1e6  # seconds (11.6 days per step)
+#: Smallest step time and placement factor: below them a rate or a rho is infinite.
+MIN_STEP_TIME = 1e-6
+MIN_PLACEMENT = 1e-3
+#: Largest magnitude of a number in the search space: integers stay exact in JSON (2**53)
+#: and a draw's range ``high - low`` stays finite.
+MAX_SEARCH_NUMBER = 2**53
 #: Periodic checkpoints by default: a crash loses at most this many steps of work.
 DEFAULT_CHECKPOINT_EVERY = 20
 
@@ -185,25 +200,36 @@ class _Fields:
             return default
         return self.raw[key]
 
-    def integer(self, key: str, default: Any = ..., minimum: int = 1) -> int:
+    def integer(self, key: str, default: Any = ..., minimum: int = 1, maximum: int = 0) -> int:
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"must be an integer, got {value!r}")
+            raise self.fail(key, f"must be an integer, got {_short(value)}")
         if value < minimum:
-            raise self.fail(key, f"must be >= {minimum}, got {value}")
+            raise self.fail(key, f"must be >= {minimum}, got {_short(value)}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum}, got {_short(value)}")
         return value
 
-    def number(self, key: str, default: Any = ..., positive: bool = True) -> float:
+    def number(
+        self, key: str, default: Any = ..., minimum: float = 0.0, maximum: float = 1.0
+    ) -> float:
+        """A finite number in ``[minimum, maximum]`` and above 0."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(key, f"must be a number, got {value!r}")
-        if not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(key, f"must be a number, got {_short(value)}")
+        if isinstance(value, int) and value > maximum:
+            raise self.fail(key, f"must be at most {maximum:g}, got {_short(value)}")
+        if not math.isfinite(value) or value <= 0:
             raise self.fail(key, f"must be a finite number > 0, got {value}")
+        if value < minimum:
+            raise self.fail(key, f"must be at least {minimum:g}, got {value:g}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum:g}, got {value:g}")
         return float(value)
 
     def string(self, key: str, pattern: re.Pattern[str], what: str, default: Any = ...) -> str:
         value = self.get(key, default)
-        if not isinstance(value, str) or not pattern.match(value):
+        if not isinstance(value, str) or not pattern.fullmatch(value):
             raise self.fail(key, f"must be {what}, got {value!r}")
         return value
 
@@ -232,6 +258,20 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        """A mapping whose keys are unique: YAML lets the last of two win silently."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: SafeLoader refuses it below
+                continue
+            if duplicate:
+                raise _Refused(f"duplicate key {_short(key)}", key_node.start_mark.line)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 class _Refused(Exception):
@@ -277,7 +317,8 @@ def parse_app_text(text: str, source: str, base_dir: Path) -> AppFile:
     if len(text.encode("utf-8")) > MAX_APP_BYTES:
         raise _too_big(len(text.encode("utf-8")), source)
     try:
-        raw = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
+        # A SafeLoader subclass (bandit and ruff see only the name yaml.load).
+        raw = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506  # nosec B506
     except _Refused as exc:
         raise ThemisError(exc.message, source=source, line=exc.line) from None
     except yaml.YAMLError as exc:
@@ -295,29 +336,24 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     for key in raw:
         if key not in _FIELDS:
             known = ", ".join(sorted(_FIELDS))
-            raise ThemisError(f"unknown field (known: {known})", source=source, field=str(key))
+            raise ThemisError(f"unknown field (known: {known})", source=source, field=_key(key))
     f = _Fields(raw, source)
     name = f.string("name", _NAME_RE, "letters, digits, '-' or '_' (at most 64)")
     entrypoint = f.string("entrypoint", _ENTRY_RE, "'module:function'")
-    trials = f.integer("trials")
-    if trials > MAX_TRIALS:
-        raise f.fail("trials", f"at most {MAX_TRIALS} trials per app, got {trials}")
-    gpus = f.integer("gpus_per_trial")
-    steps = f.integer("steps")
-    step_time = f.number("step_time")
-    seed = f.integer("seed", 0, minimum=0)
-    checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY)
+    trials = f.integer("trials", maximum=MAX_TRIALS)
+    gpus = f.integer("gpus_per_trial", maximum=MAX_GPUS_PER_TRIAL)
+    steps = f.integer("steps", maximum=MAX_STEPS)
+    step_time = f.number("step_time", minimum=MIN_STEP_TIME, maximum=MAX_STEP_TIME)
+    seed = f.integer("seed", 0, minimum=0, maximum=MAX_SEED)
+    checkpoint_every = f.integer("checkpoint_every", DEFAULT_CHECKPOINT_EVERY, maximum=MAX_STEPS)
     configs = _draw_configs(f.mapping("search_space", {}), trials, seed, source)
     halving = _halving(f, source)
     placement = _Fields(f.mapping("placement", {}), source, "placement.")
     for key in placement.raw:
         if key not in ("cross_machine", "cross_rack"):
-            raise placement.fail(str(key), "unknown field (known: cross_machine, cross_rack)")
-    cross_machine = placement.number("cross_machine", 1.0)
-    cross_rack = placement.number("cross_rack", cross_machine)
-    for key, value in (("cross_machine", cross_machine), ("cross_rack", cross_rack)):
-        if value > 1.0:
-            raise placement.fail(key, f"a placement factor is at most 1.0, got {value}")
+            raise placement.fail(_key(key), "unknown field (known: cross_machine, cross_rack)")
+    cross_machine = placement.number("cross_machine", 1.0, minimum=MIN_PLACEMENT)
+    cross_rack = placement.number("cross_rack", cross_machine, minimum=MIN_PLACEMENT)
     ranks = f.get("ranks", "gpu")
     if ranks not in RANKS:
         raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
@@ -354,7 +390,7 @@ def _halving(f: _Fields, source: str) -> Halving | None:
     h = _Fields(raw, source, "early_stopping.")
     for key in raw:
         if key not in ("rule", "metric", "mode", "eta", "min_steps"):
-            raise h.fail(str(key), "unknown field (known: rule, metric, mode, eta, min_steps)")
+            raise h.fail(_key(key), "unknown field (known: rule, metric, mode, eta, min_steps)")
     rule = h.get("rule")
     if rule != "successive_halving":
         raise h.fail("rule", f"must be 'successive_halving', got {rule!r}")
@@ -362,8 +398,8 @@ def _halving(f: _Fields, source: str) -> Halving | None:
     mode = h.get("mode", "min")
     if mode not in ("min", "max"):
         raise h.fail("mode", f"must be 'min' or 'max', got {mode!r}")
-    eta = h.integer("eta", 2, minimum=2)
-    min_steps = h.integer("min_steps")
+    eta = h.integer("eta", 2, minimum=2, maximum=MAX_ETA)
+    min_steps = h.integer("min_steps", maximum=MAX_STEPS)
     return Halving(metric, mode, eta, min_steps)
 
 
@@ -381,8 +417,8 @@ def _draw_configs(
             field="search_space",
         )
     for key, value in space.items():
-        field = f"search_space.{key}"
-        if not isinstance(key, str) or not _PARAM_RE.match(key) or len(key) > MAX_STRING:
+        field = f"search_space.{_key(key)}"
+        if not isinstance(key, str) or not _PARAM_RE.fullmatch(key) or len(key) > MAX_STRING:
             raise ThemisError("must be an identifier", source=source, field=field)
         if isinstance(value, list):
             if not value:
@@ -405,8 +441,13 @@ def _draw_configs(
                 not isinstance(bounds, list)
                 or len(bounds) != 2
                 or any(isinstance(b, bool) or not isinstance(b, (int, float)) for b in bounds)
-                or not bounds[0] < bounds[1]
             ):
+                raise ThemisError(
+                    f"{kind} needs [low, high] with low < high", source=source, field=field
+                )
+            for bound in bounds:
+                _check_number(bound, source, field)
+            if not bounds[0] < bounds[1]:
                 raise ThemisError(
                     f"{kind} needs [low, high] with low < high", source=source, field=field
                 )
@@ -450,3 +491,35 @@ def _check_choice(value: Any, source: str, field: str) -> None:
         raise ThemisError(
             f"a string choice is at most {MAX_STRING} characters", source=source, field=field
         )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _check_number(value, source, field)
+
+
+def _check_number(value: float, source: str, field: str) -> None:
+    """A number of the search space: finite (JSON has no infinity or NaN), not subnormal
+    (its inverse or logarithm overflows) and at most ``MAX_SEARCH_NUMBER`` in magnitude."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ThemisError(f"numbers must be finite, got {value}", source=source, field=field)
+    if isinstance(value, float) and 0 < abs(value) < sys.float_info.min:
+        raise ThemisError(
+            f"a subnormal number ({value:g}) is not allowed; use 0 or a normal number",
+            source=source,
+            field=field,
+        )
+    if abs(value) > MAX_SEARCH_NUMBER:
+        raise ThemisError(
+            f"a number is at most {MAX_SEARCH_NUMBER} in magnitude, got {_short(value)}",
+            source=source,
+            field=field,
+        )
+
+
+def _key(key: Any) -> str:
+    """A key as written, unless showing it would break the one-line error."""
+    return key if isinstance(key, str) and key.isprintable() else repr(key)
+
+
+def _short(value: Any) -> str:
+    """A value for an error message, cut so that the message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

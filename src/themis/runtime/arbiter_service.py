@@ -28,6 +28,7 @@ job, of a node or of the arbiter loses no completed step.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from themis.fairness.ftf import posthoc_rho
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import PolicyOptions, make_policy
+from themis.runtime import checkpoint
 from themis.runtime.cluster import Inventory, read_inventory
 from themis.runtime.commands import CommandQueue
 from themis.runtime.halving import next_stop
@@ -54,11 +56,17 @@ from themis.runtime.service_inventory import InventoryTracking
 from themis.runtime.service_reports import ReportHandling
 from themis.runtime.service_requests import RequestHandling
 from themis.runtime.service_status import StatusReporting
-from themis.runtime.store import Store
+from themis.runtime.store import StateLost, Store
 from themis.runtime.tokens import new_token
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
 _POLICY = PolicyOptions()
+#: A trial's checkpoint under ``<storage>/<app>/<trial>/`` (``runtime.checkpoint``).
+CHECKPOINT_NAME = "checkpoint.themis"
+log = logging.getLogger("themis.runtime")
+#: Ticks failing in a row after which the loop gives up (a fault of the arbiter itself,
+#: not of one app's input: every tick fails the same way).
+MAX_FAILING_TICKS = 100
 
 
 @dataclass(frozen=True)
@@ -132,6 +140,8 @@ class ArbiterService(
         self.ray_down_since: float | None = None
         self.metrics.ray_up.set(1)
         self._job_tokens: dict[str, str] = {}
+        self._checkpoint_secret = checkpoint.load_or_create_secret(store.state_dir)
+        self._checkpoint_keys: dict[str, str] = {}
         self._now = 0.0
         self._last_inventory = time.time()
         self._last_status = 0.0
@@ -186,8 +196,27 @@ class ArbiterService(
     # -- the loop -------------------------------------------------------------------------
 
     def run(self, should_stop: Callable[[], bool], exit_when_done: bool = False) -> None:
+        """Tick until ``should_stop``. A tick that raises is logged, counted in
+        ``themis_loop_faults_total{where="tick"}`` and the loop goes on: one app's input
+        must not stop the arbiter (issue 20). Lost state, and a fault repeated on every
+        tick, stop it."""
+        failing = 0
         while not should_stop():
-            self.tick()
+            try:
+                self.tick()
+                failing = 0
+            except StateLost:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                failing += 1
+                log.exception("themis serve: a scheduling tick failed; going on")
+                self.metrics.faults.labels("tick").inc()
+                self._round_due = True  # what the failed tick was to decide, retried
+                if failing >= MAX_FAILING_TICKS:
+                    raise ThemisError(
+                        f"the scheduling loop failed {failing} ticks in a row; last: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
             if exit_when_done and self.idle():
                 return
             self.commands.wait(self.options.tick)
@@ -197,6 +226,7 @@ class ArbiterService(
         return not (self.active or self.jobs.draining or self.submitted or len(self.commands))
 
     def tick(self) -> None:
+        self.store.check_file()  # a deleted or replaced database stops the arbiter
         now = self.now()
         self.heartbeat = time.time()
         self.metrics.heartbeat.set(self.heartbeat)
@@ -237,18 +267,33 @@ class ArbiterService(
                 reason = (
                     f"a trial needs {spec.gpus_per_trial} GPUs and the cluster has {cluster.size}"
                 )
-                for trial in self.store.trials(app_id):
-                    self.store.update_trial(app_id, trial.trial_id, state="failed", reason=reason)
-                self.store.update_app(app_id, state="failed", finish=now, reason=reason)
-                self.store.log(now, app_id, None, f"failed: {reason}")
+                self._fail_unadmitted(app_id, now, reason)
                 continue
-            trials = {t.trial_id: t.state for t in self.store.trials(app_id)}
-            state = self.book.admit(row, trials, cluster, now).state
-            self.store.update_app(app_id, state="running", arrival=now, t_cluster=state.t_cluster)
+            try:
+                trials = {t.trial_id: t.state for t in self.store.trials(app_id)}
+                state = self.book.admit(row, trials, cluster, now).state
+                self.store.update_app(
+                    app_id, state="running", arrival=now, t_cluster=state.t_cluster
+                )
+            except StateLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 (one app never stops the loop)
+                log.exception("themis serve: admitting %r failed", app_id)
+                self.metrics.faults.labels("admit").inc()
+                if app_id in self.book.apps:  # admitted in memory: undo it
+                    self.book.retire(self.book.apps[app_id].state, now)
+                self._fail_unadmitted(app_id, now, f"could not be admitted: {_brief(exc)}")
+                continue
             message = f"admitted: {spec.trials} trials, T_cluster {state.t_cluster:.1f}s"
             self.store.log(now, app_id, None, message)
             admitted = True
         return admitted
+
+    def _fail_unadmitted(self, app_id: str, now: float, reason: str) -> None:
+        for trial in self.store.trials(app_id):
+            self.store.update_trial(app_id, trial.trial_id, state="failed", reason=reason)
+        self.store.update_app(app_id, state="failed", finish=now, reason=reason)
+        self.store.log(now, app_id, None, f"failed: {reason}")
 
     def _n_avg(self, app: AppState) -> float:
         return self.book.n_avg(app, self._now)
@@ -376,13 +421,26 @@ class ArbiterService(
             spec.workdir,
             dict(spec.configs[live.index(key[1])]),
             spec.steps,
-            str(self.storage / key[0] / key[1] / "checkpoint.pkl"),
+            str(self.storage / key[0] / key[1] / CHECKPOINT_NAME),
             spec.checkpoint_every,
             tuple(placement),
             next_stop(spec.halving, spec.steps, live.durable.get(key[1], 0), live.decided),
             master_addr=self.inventory.address(placement[0][0]),
             rank_per_gpu=spec.ranks == "gpu",
+            checkpoint_key=self.checkpoint_key(key[0]),
         )
+
+    def checkpoint_key(self, app_id: str) -> str:
+        """The key that seals this app's checkpoints (``runtime.checkpoint``): handed to
+        its jobs only, the same across restarts of the arbiter."""
+        key = self._checkpoint_keys.get(app_id)
+        if key is None:
+            row = self.store.app(app_id)
+            if row is None:
+                raise KeyError(app_id)
+            key = checkpoint.app_key(self._checkpoint_secret, app_id, row.submitted_at)
+            self._checkpoint_keys[app_id] = key
+        return key
 
     def _starts(self, key: Key) -> int:
         for trial in self.store.trials(key[0]):
@@ -451,6 +509,10 @@ class ArbiterService(
     def shutdown(self) -> None:
         """Checkpoint every job (killing those that ignore it after the grace period)
         and leave the store ready for the next start."""
+        if self.store.lost:  # nothing can be recorded: end every job, write nothing
+            for rj in [*self.jobs.running.values(), *self.jobs.draining.values()]:
+                self.jobs.kill(rj)
+            return
         now = self.now()
         for app in list(self.active):
             for job in app.running_jobs():
@@ -465,3 +527,8 @@ class ArbiterService(
         self.store.void_leases()
         for app in self.active:
             self.store.update_app(app.app_id, gpus=0)
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception as one short line, for an app's reason."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

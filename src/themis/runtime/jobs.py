@@ -3,8 +3,12 @@
 A gang runs one actor (one process) per GPU by default, as torchrun does: each actor is
 pinned to its node with a hard ``NodeAffinitySchedulingStrategy`` and asks for one GPU
 (``num_gpus=1``; Ray sets ``CUDA_VISIBLE_DEVICES``), so the ranks on one node get
-distinct GPUs and ``LOCAL_RANK`` 0..k-1. An app with ``ranks: node`` gets one actor per
-node instead, asking for that node's share of the gang. Every actor runs the training
+distinct GPUs and ``LOCAL_RANK`` 0..k-1. As under torchrun, every rank then sees the
+gang's GPUs of its node, in local-rank order (each actor tells its own, and the ranks of
+a node get the list), so ``torch.cuda.set_device(LOCAL_RANK)`` names its own GPU: with
+one visible device per process it named a device the process could not see. An app
+with ``ranks: node`` gets one actor per node instead, asking for that node's share of
+the gang. Every actor runs the training
 function as one rank, with the rendezvous variables torch.distributed expects
 (``MASTER_ADDR`` = rank 0's node, ``MASTER_PORT`` = a port rank 0's actor found free,
 ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``). The port travels as a
@@ -42,9 +46,18 @@ class JobActor:
         self.control = LeaseControl()
         self.spec: TrialSpec | None = None
 
-    def run(self, spec: TrialSpec, port: int = 0) -> Outcome:
+    def run(self, spec: TrialSpec, port: int = 0, *node_devices: str) -> Outcome:
+        """Run the lease. ``node_devices``: the ``CUDA_VISIBLE_DEVICES`` of each rank of
+        the gang on this node, in local-rank order (Ray resolves them before the call)."""
         self.spec = spec
+        visible = [d for devices in node_devices for d in devices.split(",") if d]
+        if len(visible) == len(node_devices) > 1:  # one device each: the node's, in order
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(visible)
         return run_trial(spec, self.control, port)
+
+    def devices(self) -> str:
+        """The devices Ray gave this actor (its ``CUDA_VISIBLE_DEVICES``)."""
+        return os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
     def open_port(self) -> int:
         """A TCP port free on this node now, for the gang's rendezvous."""
@@ -60,6 +73,13 @@ class JobActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+def node_peers(members: list[tuple[str, int, int, int]], rank: int) -> list[int]:
+    """The ranks of the gang on ``rank``'s node, in local-rank order (``members`` as
+    ``TrialSpec.members`` lists them: rank order, a node's ranks by local rank)."""
+    node = members[rank][0]
+    return sorted((j for j, m in enumerate(members) if m[0] == node), key=lambda j: members[j][2])
 
 
 @dataclass
@@ -105,8 +125,13 @@ class Launcher:
             for node_id, count, _, _ in members
         ]
         port = actors[0].open_port.remote()
+        devices = [actor.devices.remote() for actor in actors]
         refs = [
-            actor.run.remote(replace(spec, rank=k, local_rank=m[2], local_world_size=m[3]), port)
+            actor.run.remote(
+                replace(spec, rank=k, local_rank=m[2], local_world_size=m[3]),
+                port,
+                *[devices[j] for j in node_peers(members, k)],
+            )
             for k, (actor, m) in enumerate(zip(actors, members, strict=True))
         ]
         job = RunningJob(spec.app_id, spec.trial_id, spec, actors, refs[0], time.time())

@@ -26,12 +26,11 @@ and reads :class:`LeaseControl` from another thread.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
-import pickle
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -40,46 +39,53 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHECKPOINT_FORMAT = 1
+from themis.runtime import checkpoint
+
+#: 1 was a pickle (refused now: it could carry code); 2 is ``runtime.checkpoint``'s.
+CHECKPOINT_FORMAT = 2
 
 
 # -- checkpoints ------------------------------------------------------------------------
 
 
-def write_checkpoint(path: str | Path, step: int, state: Any) -> None:
-    """Write ``state`` after ``step`` completed steps, atomically: a reader (or a restart
-    after a crash at any instant) sees either the previous checkpoint or this one whole."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"format": CHECKPOINT_FORMAT, "step": step, "state": state, "wall": time.time()}
-    fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+def write_checkpoint(
+    path: str | Path, step: int, state: Any, key: str, app_id: str, trial_id: str
+) -> None:
+    """Write ``state`` after ``step`` completed steps, sealed with the app's checkpoint
+    key and atomically (``runtime.checkpoint``: data only, never a pickle)."""
+    tree = {"format": CHECKPOINT_FORMAT, "step": step, "state": state, "wall": time.time()}
+    checkpoint.write(path, key, app_id, trial_id, tree)
 
 
-def read_checkpoint(path: str | Path) -> tuple[int, Any] | None:
-    """(steps completed, state) of the last checkpoint, or None if there is none yet."""
-    try:
-        with open(path, "rb") as f:
-            payload = pickle.load(f)
-    except FileNotFoundError:
+def read_checkpoint(
+    path: str | Path, key: str, app_id: str, trial_id: str
+) -> tuple[int, Any] | None:
+    """(steps completed, state) of the last checkpoint, or None if there is none yet;
+    :class:`~themis.runtime.checkpoint.CheckpointRefused` if it is not this trial's."""
+    tree = checkpoint.read(path, key, app_id, trial_id)
+    if tree is None:
         return None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{path}: not a themis checkpoint")
-    return int(payload["step"]), payload["state"]
+    if not isinstance(tree, dict) or tree.get("format") != CHECKPOINT_FORMAT:
+        raise checkpoint.CheckpointRefused("not a themis checkpoint of this version")
+    return int(tree["step"]), tree["state"]
+
+
+def _restore(spec: TrialSpec, control: LeaseControl) -> tuple[int, Any] | None:
+    """The trial's checkpoint; one that fails its check is moved aside (kept for the
+    operator, never loaded), said in the trial's log, and the trial starts afresh."""
+    try:
+        return read_checkpoint(
+            spec.checkpoint_path, spec.checkpoint_key, spec.app_id, spec.trial_id
+        )
+    except checkpoint.CheckpointRefused as exc:
+        aside = f"{spec.checkpoint_path}.refused-{int(time.time())}"
+        with contextlib.suppress(OSError):
+            os.replace(spec.checkpoint_path, aside)
+        with control.lock:
+            control.logs.append(
+                f"checkpoint refused ({exc}); moved to {aside}; starting from step 0"
+            )
+        return None
 
 
 # -- what the job actor and the arbiter exchange ----------------------------------------
@@ -105,6 +111,7 @@ class TrialSpec:
     rank_per_gpu: bool = True  # one process per GPU (else one per node of the gang)
     local_rank: int = 0  # this process's rank among the gang's processes on its node
     local_world_size: int = 1  # the gang's processes on this process's node
+    checkpoint_key: str = field(default="", repr=False)  # the app's seal (hex), its jobs' only
 
     @property
     def stop(self) -> int:
@@ -208,7 +215,7 @@ class Trial:
     def __init__(self, spec: TrialSpec, control: LeaseControl) -> None:
         self._spec = spec
         self._control = control
-        self._restored: tuple[int, Any] | None = read_checkpoint(spec.checkpoint_path)
+        self._restored: tuple[int, Any] | None = _restore(spec, control)
         start = self._restored[0] if self._restored is not None else 0
         control.start_step = control.steps = control.checkpoint_step = start
         self._leased = False
@@ -304,8 +311,11 @@ class Trial:
         """Save ``state`` as of the steps completed so far (rank 0 only: the ranks of a
         data-parallel gang hold the same state)."""
         step = self._control.steps
-        if self._spec.rank == 0:
-            write_checkpoint(self._spec.checkpoint_path, step, state)
+        spec = self._spec
+        if spec.rank == 0:
+            write_checkpoint(
+                spec.checkpoint_path, step, state, spec.checkpoint_key, spec.app_id, spec.trial_id
+            )
         with self._control.lock:
             self._control.checkpoint_step = step
 

@@ -13,6 +13,9 @@ One registry per arbiter (not the process-global one, so tests can run several):
   trials of active apps that want GPUs and hold none;
 - ``themis_round_seconds``: how long one scheduling round takes (histogram);
 - ``themis_arbiter_heartbeat_seconds``: wall clock of the scheduling loop's last tick;
+- ``themis_loop_faults_total{where}``: exceptions the scheduling loop caught and logged
+  instead of dying (``command``: a request refused; ``admit``: an app failed at
+  admission; ``tick``: the rest of a tick skipped, the next one runs);
 - ``themis_ray_up``: 1 while the arbiter reaches Ray, 0 while Ray is unreachable (the
   arbiter goes on without GPUs); ``themis_ray_lost_total``: times Ray was lost.
 """
@@ -52,6 +55,12 @@ class ArbiterMetrics:
 
         self.ray_up = Gauge("themis_ray_up", "1 while the arbiter reaches Ray, else 0", registry=r)
         self.ray_lost = Counter("themis_ray_lost", "Times Ray became unreachable", registry=r)
+        self.faults = Counter(
+            "themis_loop_faults",
+            "Exceptions the scheduling loop caught, logged and survived",
+            ["where"],
+            registry=r,
+        )
 
     def forget_app(self, app_id: str) -> None:
         """An ended app's series go away (its last values are in the status table)."""

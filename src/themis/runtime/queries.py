@@ -68,7 +68,7 @@ def log_lines(
     """The app's event log after event ``after``: (lines, last event id), at most
     ``limit`` events per call (the client asks again from the last id)."""
     if store.app(app_id) is None:
-        raise ThemisError(f"no app named '{app_id}'", field="APP")
+        raise ThemisError(f"no app named {app_id!r}", field="APP")
     lines = []
     last = after
     for event_id, event in store.events(app_id, after, limit):

@@ -8,6 +8,7 @@ its GPUs and a round follows; a job past its grace is killed."""
 from __future__ import annotations
 
 import hmac
+import math
 
 from themis.runtime import rungs
 from themis.runtime.halving import ENDED
@@ -42,7 +43,17 @@ class ReportHandling(ServiceBase):
                 job.trial_id,
                 f"refused a report for {report.app_id}/{report.trial_id}: wrong token or trial",
             )
-        return ok
+            return False
+        problem = _out_of_range(report, job.spec.budget)
+        if problem is not None:
+            self.store.log(
+                self.now(),
+                job.app_id,
+                job.trial_id,
+                f"refused a report for {report.app_id}/{report.trial_id}: out of range ({problem})",
+            )
+            return False
+        return True
 
     def _collect(self, now: float) -> bool:
         changed = False
@@ -148,3 +159,34 @@ class ReportHandling(ServiceBase):
             self.store.log(
                 self.now(), rj.app_id, rj.trial_id, "ignored its lease end: killed after grace"
             )
+
+
+def _out_of_range(report: Progress | Outcome, budget: int) -> str | None:
+    """What is impossible in a report, or None. The job's code runs in the process that
+    reports, so it can write anything there: a step count past what SQLite holds once
+    raised in every tick that read it (issue 20)."""
+    last = report.last if isinstance(report, Outcome) else report
+    for name, value in (
+        ("steps", report.steps),
+        ("checkpoint_step", report.checkpoint_step),
+        ("last.steps", last.steps),
+        ("last.checkpoint_step", last.checkpoint_step),
+    ):
+        if type(value) is not int or not 0 <= value <= budget:
+            return f"{name} {str(value)[:40]} not in 0..{budget}"
+    for steps, metrics in last.reports:
+        if type(steps) is not int or not 0 <= steps <= budget:
+            return f"a metric at step {str(steps)[:40]} not in 0..{budget}"
+        if not isinstance(metrics, dict) or any(
+            not isinstance(k, str) or type(v) is not float or not math.isfinite(v)
+            for k, v in metrics.items()
+        ):
+            return "metrics must be finite numbers by name"
+    if any(not isinstance(line, str) for line in last.logs):
+        return "log lines must be text"
+    if isinstance(report, Outcome) and (
+        report.status not in ("done", "paused", "error")
+        or not (report.error is None or isinstance(report.error, str))
+    ):
+        return f"status {str(report.status)[:20]}"
+    return None

@@ -7,10 +7,14 @@ back to the caller as one line."""
 
 from __future__ import annotations
 
+import logging
+
 from themis.errors import ThemisError
 from themis.runtime.commands import Command
 from themis.runtime.halving import ENDED
 from themis.runtime.service_base import ServiceBase
+
+log = logging.getLogger("themis.runtime")
 
 
 class RequestHandling(ServiceBase):
@@ -23,6 +27,17 @@ class RequestHandling(ServiceBase):
                 changed = self._answer(command, now) or changed
             except ThemisError as exc:
                 command.refuse(exc.format())
+            except Exception as exc:  # noqa: BLE001 (one request never stops the loop)
+                # A bug or an input the checks let through: refuse this request with its
+                # reason, log and count it, and serve the others (issue 20).
+                log.exception("themis serve: %s of %r failed", command.kind, command.app_id)
+                self.metrics.faults.labels("command").inc()
+                command.refuse(
+                    f"internal error while handling {command.kind}: {type(exc).__name__}: {exc}"[
+                        :500
+                    ]
+                )
+                changed = True
         return changed
 
     def _answer(self, command: Command, now: float) -> bool:
@@ -30,9 +45,9 @@ class RequestHandling(ServiceBase):
             return self._submit(command, now)
         row = self.store.app(command.app_id)
         if row is None:
-            raise ThemisError(f"no app named '{command.app_id}'")
+            raise ThemisError(f"no app named {command.app_id!r}")
         if row.state not in ("submitted", "running"):
-            raise ThemisError(f"app '{command.app_id}' is {row.state}")
+            raise ThemisError(f"app {command.app_id!r} is {row.state}")
         if command.kind == "cancel":
             self._cancel(command.app_id, now)
             command.answer(f"cancelled app '{command.app_id}'")

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,6 +156,10 @@ class EventRow:
     message: str
 
 
+class StateLost(ThemisError):
+    """The state database was deleted or replaced under the running arbiter."""
+
+
 def trial_id_of(index: int) -> str:
     return f"t{index:03d}"
 
@@ -164,6 +170,7 @@ class Store:
     def __init__(self, state_dir: str | Path, init: bool = False, readonly: bool = False) -> None:
         self.state_dir = Path(state_dir)
         self.path = self.state_dir / DB_NAME
+        self.lost = False
         where = str(self.path)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if fresh and not init:
@@ -172,13 +179,13 @@ class Store:
                 f"{what}; start the arbiter with 'themis serve --init' to create one",
                 source=where,
             )
+        if not readonly:
+            private_dir(self.state_dir)
         if fresh:
-            try:
-                self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            except OSError as exc:
-                raise ThemisError(
-                    f"cannot create state directory: {exc.strerror}", source=str(state_dir)
-                ) from None
+            # Made 0600 before SQLite opens it: SQLite gives its -wal and -shm the mode
+            # of the database file, so they are private from their creation too.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.chmod(self.path, 0o600)
         elif init and _corrupt(self.path):
             aside = self.path.with_name(f"{DB_NAME}.corrupt-{int(time.time())}")
             os.replace(self.path, aside)
@@ -186,10 +193,21 @@ class Store:
                 side = Path(str(self.path) + suffix)
                 if side.exists():
                     os.replace(side, Path(str(aside) + suffix))
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             fresh = True
-        uri = f"file:{self.path}?mode={'ro' if readonly else 'rwc'}"
-        self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
+        if not readonly:
+            _tighten_files(self.path)
+        uri = f"file:{self.path}?mode={'ro' if readonly else 'rw'}"
+        umask = os.umask(0o077)  # whatever SQLite creates besides: never readable by others
+        try:
+            self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self._open(fresh, readonly, where)
+        finally:
+            os.umask(umask)
+        self._identity = _identity(self.path)
+
+    def _open(self, fresh: bool, readonly: bool, where: str) -> None:
         try:
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
@@ -203,7 +221,6 @@ class Store:
                         "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                         (str(SCHEMA_VERSION),),
                     )
-                os.chmod(self.path, 0o600)
             version = self.meta("schema_version")
         except sqlite3.DatabaseError as exc:
             self.db.close()
@@ -219,6 +236,58 @@ class Store:
                 "this themis reads",
                 source=where,
             )
+        if not readonly and not fresh:
+            # Every open, not only --init: a corrupt page otherwise surfaces seconds later
+            # as a traceback from whatever statement reads it first (issue 20).
+            problem = _integrity_problem(self.db)
+            if problem is not None:
+                self.db.close()
+                raise ThemisError(
+                    f"the state database failed its integrity check ({problem}); restore a "
+                    "backup ('themis state backup', docs/runtime.md) or 'themis serve "
+                    "--init' moves it aside and starts a new one",
+                    source=where,
+                )
+
+    def check_file(self) -> None:
+        """The database file at the state path is still the one open here; else the
+        arbiter must stop (:class:`StateLost`), with what it held rescued first.
+
+        A deleted database went unnoticed: SQLite goes on writing to the open (unlinked)
+        file, every answer looks fine, and the next start finds no database. Called every
+        tick (one ``stat``)."""
+        if self.lost:
+            raise StateLost("the state database was lost earlier", source=str(self.path))
+        try:
+            now = _identity(self.path)
+        except FileNotFoundError:
+            how = "deleted"
+        else:
+            if now == self._identity:
+                return
+            how = "replaced"
+        self.lost = True
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        rescued = self.path.with_name(f"{DB_NAME}.rescued-{stamp}")
+        kept = ""
+        try:
+            _backup_connection(self.db, rescued)
+            wal = Path(f"{self.path}-wal")
+            if wal.exists():
+                wal_copy = Path(f"{self.path}-wal.rescued-{stamp}")
+                _private_copy(wal, wal_copy)
+                kept = f"; its WAL as it was: {wal_copy}"
+            saved = (
+                f"what it held is in {rescued} (to go on: move it to {self.path}, remove "
+                f"{self.path.name}-wal and -shm, start serve)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            saved = f"and it could not be rescued ({exc})"
+        self.db.execute("PRAGMA query_only=ON")  # nothing more is written anywhere
+        raise StateLost(
+            f"the state database was {how} under the running arbiter; stopping: {saved}{kept}",
+            source=str(self.path),
+        )
 
     def close(self) -> None:
         self.db.close()
@@ -421,7 +490,10 @@ def _update(
     if not fields:
         return
     sets = ", ".join(f"{k} = ?" for k in fields)
-    db.execute(f"UPDATE {table} SET {sets} WHERE {where}", (*fields.values(), *args))
+    # Table, columns and condition are this module's constants (columns checked against
+    # an allow-list by _check_columns); every value is a bound parameter.
+    statement = f"UPDATE {table} SET {sets} WHERE {where}"  # nosec B608
+    db.execute(statement, (*fields.values(), *args))
 
 
 def _app_row(r: sqlite3.Row) -> AppRow:
@@ -471,3 +543,100 @@ def _corrupt(path: Path) -> bool:
             db.close()
     except sqlite3.DatabaseError:
         return True
+
+
+def _integrity_problem(db: sqlite3.Connection) -> str | None:
+    """None when SQLite's ``quick_check`` passes, else its first complaint (one line)."""
+    try:
+        first = db.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None if first == "ok" else " ".join(str(first).split())[:200]
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def private_dir(path: Path) -> None:
+    """``path`` exists and only its owner may enter it (0700): made so, tightened when
+    looser (an existing 0755 directory let other users read the WAL's live events), or
+    refused when it is not ours to tighten."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = path.stat()
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            if st.st_uid != os.getuid():
+                raise ThemisError(
+                    f"the state directory is open to other users (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}) and belongs to another user",
+                    source=str(path),
+                )
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        raise ThemisError(
+            f"cannot make the state directory private: {exc.strerror}", source=str(path)
+        ) from None
+
+
+def _tighten_files(path: Path) -> None:
+    """The database and its -wal and -shm, 0600 when they exist."""
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if stat.S_IMODE(p.stat().st_mode) & 0o077:
+                os.chmod(p, 0o600)
+        except FileNotFoundError:
+            continue
+
+
+def _private_copy(source: Path, dest: Path) -> None:
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+        shutil.copyfileobj(src, out)
+
+
+def _backup_connection(source: sqlite3.Connection, dest: Path) -> None:
+    """A consistent copy of what ``source`` sees, through SQLite's online backup API,
+    into a new 0600 file ``dest`` (refused if it exists)."""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    target = sqlite3.connect(dest)
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+
+
+def backup(state_dir: str | Path, dest: str | Path) -> str:
+    """``themis state backup``: copy the state database to ``dest`` while the arbiter
+    runs (SQLite's online backup API reads a consistent snapshot beside the writer),
+    check the copy, and say what it holds. ``dest`` is new (never overwritten), 0600."""
+    path = Path(state_dir) / DB_NAME
+    dest = Path(dest)
+    if not path.exists():
+        raise ThemisError("no state database", source=str(path))
+    if dest.exists():
+        raise ThemisError("exists; a backup never overwrites a file", source=str(dest))
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            _backup_connection(source, dest)
+        finally:
+            source.close()
+        copy = sqlite3.connect(f"file:{dest}?mode=ro", uri=True)
+        try:
+            problem = _integrity_problem(copy)
+            apps = copy.execute("SELECT count(*) FROM apps").fetchone()[0]
+            events = copy.execute("SELECT count(*) FROM events").fetchone()[0]
+        finally:
+            copy.close()
+    except (OSError, sqlite3.Error) as exc:
+        raise ThemisError(f"backup failed: {exc}", source=str(dest)) from None
+    if problem is not None:
+        raise ThemisError(
+            f"the copy failed its integrity check ({problem}): the database itself is damaged",
+            source=str(dest),
+        )
+    return f"backed up {path} to {dest}: {apps} apps, {events} events (quick_check ok)"

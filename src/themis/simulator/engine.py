@@ -122,6 +122,10 @@ class SimulationResult:
     n_avg: dict[str, float] = field(default_factory=dict)
     #: (from, to, GPUs) the policy kept idle on purpose (``Policy.held_idle``).
     held_idle: list[tuple[float, float, tuple[int, ...]]] = field(default_factory=list)
+    #: (app, job) -> the iterations the job really ran: its true work, or for a trial of a
+    #: search stopped at a rung, the rung (the job-level slowdown's isolated time,
+    #: ``reports/metrics.py``). Absent: the workload's work.
+    work_done: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class Simulator:
@@ -213,7 +217,19 @@ class Simulator:
             self.rounds,
             dict(self.n_avg_lifetime),
             held_idle=self.policy.held_idle(),
+            work_done=self._work_done(),
         )
+
+    def _work_done(self) -> dict[tuple[str, str], float]:
+        done: dict[tuple[str, str], float] = {}
+        for app in self.all_apps:
+            search = self._searches.get(app)
+            for job in app.jobs:
+                work = self._work[job]
+                if search is not None:
+                    work = search.realized(job.job_id, work)
+                done[app.app_id, job.job_id] = work
+        return done
 
     def _push(self, t: float, event: Event) -> None:
         heapq.heappush(self._heap, (t, next(self._seq), event))

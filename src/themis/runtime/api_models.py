@@ -1,0 +1,118 @@
+"""The API's request and response bodies, typed (pydantic), for its published schema.
+
+``GET /openapi.json`` (admin token) is generated from these: every route's body, its
+answers, its errors and its bearer security. Request bodies are still read by the API
+under a size bound *before* they are parsed (``api._bounded_body``), then checked
+against these models (a mismatch is one-line 400). Responses carry the fields listed
+here; ``extra="allow"`` on the status models lets a newer arbiter add fields without
+breaking an older client's schema check.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Error(BaseModel):
+    """Every error: one line."""
+
+    detail: str
+
+
+class Health(BaseModel):
+    ok: bool
+
+
+class SubmitRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="the app file (app.yaml), as text")
+    source: str = Field(description="its name, for error messages (cut at 200 characters)")
+    base_dir: str = Field(description="absolute folder a relative 'workdir' resolves from")
+
+
+class SubmitResponse(BaseModel):
+    app_id: str
+    token: str = Field(description="the app's own token: shown once")
+    trials: int
+
+
+class ReleaseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trial: str = Field(max_length=64, description="the trial whose lease ends now")
+
+
+class Reply(BaseModel):
+    reply: str
+
+
+class RotateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    which: Literal["admin", "submit"]
+
+
+class RotateResponse(BaseModel):
+    which: Literal["admin", "submit"]
+    token: str
+
+
+class LogsResponse(BaseModel):
+    lines: list[str]
+    last: int = Field(description="the last event id: ask again with after=last")
+    state: str | None
+
+
+class Liveness(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    heartbeat: float = Field(description="wall clock of the loop's last tick")
+    started: float | None = None
+    rounds: int | None = None
+    gpus: int | None = None
+    machines: int | None = None
+    ray_error: str | None = None
+    ray_down_since: float | None = None
+    tick: float
+    age: float = Field(description="seconds since the last tick")
+    state: Literal["alive", "stalled", "ray-unreachable"]
+
+
+class AppStatus(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    app_id: str
+    state: str
+    rho: float | None
+    gpus: int
+    leases: int
+    alive: int
+    stopped_early: int
+    finished: int
+    failed: int
+    steps_done: int
+    steps_total: int
+    why: str | None
+
+
+class StatusResponse(BaseModel):
+    arbiter: Liveness
+    apps: list[AppStatus]
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, object]]:
+    """The declared error answers of a route (all are :class:`Error`)."""
+    what = {
+        400: "bad input (one line naming the field)",
+        401: "no token, or an unknown one",
+        403: "a token that may not do this",
+        404: "no such app",
+        413: "request body too large",
+        503: "the scheduling loop is busy or did not answer in time",
+    }
+    return {code: {"model": Error, "description": what[code]} for code in codes}
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, object]:
+    """``openapi_extra`` for a route that reads its body itself (bounded) and checks it
+    against ``model``: the body is documented as if FastAPI parsed it."""
+    schema = model.model_json_schema()
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}

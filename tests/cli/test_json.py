@@ -1,0 +1,145 @@
+"""``--json``: one JSON document on stdout and nothing else, its schema as the README
+documents it ("Machine-readable output"); ``status --watch`` refreshes until Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from themis.cli import runtime as runtime_cli
+from themis.errors import ThemisError
+from themis.reports.metrics import RunSummary
+
+ROOT = Path(__file__).parents[2]
+SUMMARY_KEYS = set(RunSummary.__dataclass_fields__)
+
+
+def test_simulate_json(cli, tiny_trace, tmp_path) -> None:
+    out = tmp_path / "o"
+    result = cli("simulate", "--trace", tiny_trace, "--cluster", "1x1x4", "--policy", "fifo",
+                 "--out", out, "-q", "--json")  # fmt: skip
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)  # stdout is the document alone
+    assert set(doc) == {"workload", "config", "out", "summary"}
+    assert doc["out"] == str(out) and doc["config"]["policy"] == "fifo"
+    assert set(doc["summary"]) == SUMMARY_KEYS
+    written = json.loads((out / "summary.json").read_text())
+    assert doc["summary"] == {k: v for k, v in written.items() if k != "config"}
+    assert "tiny.csv: 3 apps" in doc["workload"]
+    assert f"wrote {out}/" in result.err  # the person's lines moved to stderr
+
+
+def test_compare_json_one_seed_and_seeds(cli, tiny_trace, tmp_path) -> None:
+    base = ["compare", "--trace", tiny_trace, "--cluster", "1x1x4", "--policies", "fifo,las",
+            "-q", "--json"]  # fmt: skip
+    result = cli(*base, "--out", tmp_path / "a")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert set(doc) == {"workload", "config", "runs", "out", "report"}
+    assert [r["policy"] for r in doc["runs"]] == ["fifo", "las"]
+    assert all(set(r) == SUMMARY_KEYS for r in doc["runs"])
+    assert doc["report"] is None and len(doc["workload"]) == 1
+    on_disk = json.loads((tmp_path / "a" / "comparison.json").read_text())
+    assert {k: doc[k] for k in ("config", "runs")} == on_disk
+
+    result = cli(*base, "--out", tmp_path / "b", "--seeds", "2", "--report", tmp_path / "r")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert set(doc) == {"workload", "config", "runs", "aggregate", "out", "report"}
+    assert doc["config"]["seeds"] == [0, 1] and len(doc["workload"]) == 2
+    assert [(r["seed"], r["policy"]) for r in doc["runs"]] == [
+        (0, "fifo"), (0, "las"), (1, "fifo"), (1, "las")
+    ]  # fmt: skip
+    assert set(doc["aggregate"]) == {"fifo", "las"}
+    assert doc["report"] == str(tmp_path / "r" / "report.html")
+
+
+def test_auction_json_is_its_usual_output(cli) -> None:
+    plain = cli("auction", ROOT / "examples" / "auction_2x2.json")
+    flagged = cli("auction", ROOT / "examples" / "auction_2x2.json", "--json")
+    assert flagged.code == plain.code == 0
+    assert flagged.out == plain.out and set(json.loads(plain.out)) == {"apps", "leftover"}
+
+
+def test_trace_inspect_json(cli, tiny_trace) -> None:
+    result = cli("trace", "inspect", tiny_trace, "--json")
+    assert result.code == 0
+    doc = json.loads(result.out)
+    assert doc["apps"] == 3 and doc["jobs"] == 5
+
+
+STATUS = {
+    "arbiter": {"state": "alive", "age": 0.4, "started": 0.0, "gpus": 4, "machines": 1,
+                "rounds": 7, "ray_down_since": None, "ray_error": None},
+    "apps": [{"app_id": "a1", "state": "running", "rho": 1.2, "gpus": 2, "leases": 1,
+              "alive": 1, "stopped_early": 0, "finished": 0, "failed": 0, "steps_done": 5,
+              "steps_total": 10, "why": None}],
+}  # fmt: skip
+
+
+class FakeClient:
+    """Answers ``status`` with STATUS; after ``limit`` answers, Ctrl-C."""
+
+    def __init__(self, limit: int = 10, state: str = "alive", unreachable=()) -> None:
+        self.calls, self.limit, self.state = 0, limit, state
+        self.unreachable = set(unreachable)
+
+    def status(self) -> dict:
+        if self.calls >= self.limit:
+            raise KeyboardInterrupt
+        self.calls += 1
+        if self.calls in self.unreachable:
+            raise ThemisError("no arbiter answers at http://x")
+        answer = json.loads(json.dumps(STATUS))
+        answer["arbiter"]["state"] = self.state
+        answer["apps"][0]["steps_done"] = self.calls
+        return answer
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    def install(client: FakeClient) -> FakeClient:
+        monkeypatch.setattr(runtime_cli, "_client", lambda server, token: client)
+        monkeypatch.setattr(runtime_cli.time, "sleep", lambda s: None)
+        return client
+
+    return install
+
+
+def test_status_json_is_the_apis_answer(cli, fake) -> None:
+    fake(FakeClient())
+    result = cli("status", "--json", "--server", "http://x", "--token", "t")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["apps"][0]["app_id"] == "a1"
+    fake(FakeClient(state="stalled"))
+    result = cli("status", "--json", "--server", "http://x", "--token", "t")
+    assert result.code == 3 and json.loads(result.out)["arbiter"]["state"] == "stalled"
+
+
+def test_status_watch_refreshes_until_ctrl_c(cli, fake) -> None:
+    client = fake(FakeClient(limit=3))
+    result = cli("status", "--json", "--watch", "--server", "http://x", "--token", "t")
+    assert result.code == 0 and client.calls == 3
+    lines = result.out.splitlines()  # JSON Lines: one answer per refresh
+    assert [json.loads(line)["apps"][0]["steps_done"] for line in lines] == [1, 2, 3]
+    fake(FakeClient(limit=2))
+    result = cli("status", "--watch", "--server", "http://x", "--token", "t")
+    assert result.code == 0 and result.out.count("arbiter alive at http://x") == 2
+
+
+def test_status_watch_reports_an_arbiter_that_stops_answering_and_goes_on(cli, fake) -> None:
+    client = fake(FakeClient(limit=3, unreachable={2}))
+    result = cli("status", "--json", "--watch", "--every", "1", "--server", "http://x")
+    assert result.code == 0 and client.calls == 3
+    assert [json.loads(line)["apps"][0]["steps_done"] for line in result.out.splitlines()] == [
+        1,
+        3,
+    ]
+    assert result.err == "themis: no arbiter answers at http://x; again in 1 s\n"
+    fake(FakeClient(limit=3, unreachable={3}))  # not answering at the end: exit code 3
+    assert cli("status", "--watch", "--server", "http://x").code == 3
+    fake(FakeClient(unreachable={1}))  # without --watch: the usual one-line error
+    result = cli("status", "--server", "http://x")
+    assert result.code == 2 and "no arbiter answers" in result.err
