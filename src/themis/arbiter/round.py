@@ -111,7 +111,7 @@ class Arbiter:
         }
         #: Active apps whose demand exceeds what they hold (see ``_hungry_apps``).
         self._hungry: set[AppState] | None = None
-        #: Apps ever granted a GPU (``_first_gpu_wait``).
+        #: Owners (an app without one: the app) ever granted a GPU (``_first_gpu_wait``).
         self._started: set[str] = set()
         self.last_round: RoundRecord | None = None
 
@@ -200,6 +200,16 @@ class Arbiter:
             )
             if cannot_run:
                 starving.add(a.app_id)
+        if starving and any(a.spec.owner is not None for a in wanting):
+            # An app whose owner runs another app is not starving as a tenant: splitting a
+            # sweep into apps must not buy places in the starving tier (fairness/shares.py).
+            running_owners = {a.spec.tenant for a in view.apps if a.held()}
+            starving = {
+                a.app_id
+                for a in wanting
+                if a.app_id in starving
+                and (a.spec.owner is None or a.spec.owner not in running_owners)
+            }
         # 2. Offer, worst first: apps that cannot run at all before the others, as with an
         # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
         if self.ranking == "verified":
@@ -232,7 +242,7 @@ class Arbiter:
         record.reserved = sorted(reserved)
         if not pool:
             self.last_round = record
-            self._started.update(job.app.app_id for job in grants)
+            self._started.update(job.app.spec.tenant for job in grants)
             return grants, ending
 
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
@@ -301,19 +311,21 @@ class Arbiter:
                 grants[job] = Assignment(gpus, until)
                 record.leftover_grants.setdefault(job.app.app_id, []).extend(gpus)
         self.last_round = record
-        self._started.update(job.app.app_id for job in grants)
+        self._started.update(job.app.spec.tenant for job in grants)
         return grants, ending
 
     def _first_gpu_wait(self, candidates: Sequence[AppState]) -> AppState | None:
         """Of ``candidates`` (apps not offered this round), the one that has waited longest
         for its first GPU: the earliest arrival among the apps this arbiter never granted
         a GPU and that hold none (after a restart of the arbiter, an app that holds GPUs
-        is not new). What a real scheduler knows: arrivals and its own grants."""
+        is not new), counted per owner (an owner whose other app got GPUs is not new: a
+        split buys no second slot). What a real scheduler knows: arrivals and its own
+        grants."""
         started = self._started
         first: AppState | None = None
         for app in candidates:
             if (
-                app.app_id not in started
+                app.spec.tenant not in started
                 and not app.held()
                 and (first is None or (app.arrival, app.app_id) < (first.arrival, first.app_id))
             ):
