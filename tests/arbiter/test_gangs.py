@@ -184,14 +184,19 @@ def test_the_app_waiting_longest_for_its_first_gpu_is_offered_too() -> None:
     cluster = Cluster.from_spec("1x1x8")
     early = _timed(make_app("early", 0.0, [(1, 1000.0)]), cluster)
     gangs = [_timed(make_app(f"g{k}", float(k), [(8, 8000.0)]), cluster) for k in range(1, 5)]
-    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0)
-    arbiter.run_round(view(cluster, [early, *gangs], 10.0))
-    record = arbiter.last_round
-    assert record is not None
-    assert len(record.offered) == 2
-    assert record.offered[0].startswith("g") and record.offered[1] == "early"
-    assert record.rhos["early"] == pytest.approx(1.01)
-    assert record.rhos["g1"] == pytest.approx(5.009)
+    # (ranked by declared rho; by verified progress no app has made anything yet, so they
+    # rank by arrival: early first, and the slot goes to the next newcomer, g1)
+    for ranking, offered in (("declared", ["g", "early"]), ("verified", ["early", "g1"])):
+        arbiter = Arbiter(
+            cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, ranking=ranking
+        )
+        arbiter.run_round(view(cluster, [early, *gangs], 10.0))
+        record = arbiter.last_round
+        assert record is not None
+        assert len(record.offered) == 2
+        assert record.offered[0].startswith(offered[0]) and record.offered[1] == offered[1]
+        assert record.rhos["early"] == pytest.approx(1.01)
+        assert record.rhos["g1"] == pytest.approx(5.009)
 
 
 def _timed(app, cluster: Cluster):
@@ -204,7 +209,9 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     # "old" was granted a GPU in an earlier round and lost it: holding nothing again, it
     # is no newcomer; "new" (later arrival, never granted) takes the slot instead.
     cluster = Cluster.from_spec("1x1x8")
-    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0)
+    arbiter = Arbiter(
+        cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, ranking="declared"
+    )
     old = _timed(make_app("old", 0.0, [(1, 1000.0)]), cluster)
     arbiter.run_round(view(cluster, [old], 0.0))
     new = _timed(make_app("new", 5.0, [(1, 1000.0)]), cluster)
@@ -212,7 +219,7 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     arbiter.run_round(view(cluster, [old, new, *gangs], 10.0))  # old holds nothing here
     record = arbiter.last_round
     assert record is not None
-    # rank: g1-g4 (rho about 5), then old and new (about 1): ceil(0.2 * 6) = 2 offered,
+    # rank (declared rho): g1-g4 (about 5), then old and new (about 1): ceil(0.2 * 6) = 2,
     # then the slot: old arrived first but was granted a GPU at 0, so new.
     assert record.offered == ["g1", "g2", "new"]
     assert arbiter._first_gpu_wait([old]) is None
