@@ -17,6 +17,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 
@@ -142,6 +143,10 @@ class PolicyOptions:
     reservation_bound: float | None = None
     #: Themis: align lease ends to multiples of this many seconds (0: not aligned).
     lease_align: float = 0.0
+    #: Themis: search nodes one auction may take, deterministic (None: no limit), and
+    #: wall-clock seconds (None: no deadline; the runtime sets one). docs/auction.md.
+    auction_node_limit: int | None = DEFAULT_NODE_LIMIT
+    auction_deadline: float | None = None
 
 
 class Policy(ABC):

@@ -63,6 +63,11 @@ class RunSummary:
     share_rho_over_1: float = 0.0
     #: GPU-hours a policy kept idle on purpose (Themis's reservations for waiting gangs).
     reserved_idle_gpu_hours: float = 0.0
+    #: Themis: auctions that stopped on their node limit or deadline before proving their
+    #: allocation optimal, and the largest certified gap among them (log-utility units:
+    #: the optimum's product of utilities is at most exp(gap) times the one granted).
+    auctions_limited: int = 0
+    auction_gap_max: float = 0.0
 
 
 def gang_text(gangs: Sequence[int]) -> str:
@@ -173,4 +178,6 @@ def summarize(result: SimulationResult, rows: Sequence[AppRow] | None = None) ->
         share_rho_over_1=over / len(rhos),
         reserved_idle_gpu_hours=sum(e - s for s, e, gpus in result.held_idle for _ in gpus)
         / 3600.0,
+        auctions_limited=int(result.policy_report.get("auctions_limited", 0)),
+        auction_gap_max=result.policy_report.get("auction_gap_max", 0.0),
     )

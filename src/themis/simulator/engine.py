@@ -115,6 +115,9 @@ class SimulationResult:
     n_avg: dict[str, float] = field(default_factory=dict)
     #: (from, to, GPUs) the policy kept idle on purpose (``Policy.held_idle``).
     held_idle: list[tuple[float, float, tuple[int, ...]]] = field(default_factory=list)
+    #: The policy's own figures (``Policy.report``: e.g. Themis's auctions that hit their
+    #: limits).
+    policy_report: dict[str, float] = field(default_factory=dict)
 
 
 class Simulator:
@@ -207,6 +210,7 @@ class Simulator:
             self.rounds,
             dict(self.n_avg_lifetime),
             held_idle=self.policy.held_idle(),
+            policy_report=self.policy.report(),
         )
 
     def _push(self, t: float, event: Event) -> None:
