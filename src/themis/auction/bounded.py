@@ -3,7 +3,8 @@
 When a solve stops on its budget (``themis.auction.budget``) the solver still answers:
 
 - with the best feasible packing it knows: the best one its searches found, or a greedy
-  packing (``greedy``), whichever is worth more. Every packing here is built from disjoint
+  packing (``greedy``), whichever is worth more, improved by a short local search
+  (``improve``). Every packing here is built from disjoint
   entries, at most one per bidder: never infeasible;
 - with an upper bound on the optimum, the smallest of the bounds it has: the
   weak-duality bound of the LP relaxation at any GPU prices ``y >= 0``
@@ -16,7 +17,7 @@ When a solve stops on its budget (``themis.auction.budget``) the solver still an
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -65,6 +66,109 @@ def greedy(groups: Sequence[Sequence[Candidate]], start: Solution | None = None)
     return best
 
 
+#: Passes of the local search (``improve``) over every bidder.
+PASSES = 3
+
+
+def improve(
+    groups: Sequence[Sequence[Candidate]],
+    start: Solution,
+    movers: Sequence[Sequence[Candidate]] | None = None,
+) -> Solution:
+    """``start`` improved by a local search of at most ``PASSES`` passes: each bidder in
+    turn moves to the entry that raises the total most, where an entry may take GPUs from
+    at most one other winner, who then moves to its best entry on the GPUs left (or wins
+    nothing). Only strict improvements are made, so the packing stays feasible and never
+    loses value; the work is bounded (passes x entries x their GPUs), deterministic.
+    ``movers``: the bidders that try to move (default: all of ``groups``)."""
+    from themis.auction.solver import Solution
+
+    chosen: dict[int, Candidate] = dict(start.chosen)
+    owner: dict[int, int] = {}
+    used = 0
+    for b, c in chosen.items():
+        used |= c.mask
+        for bit in _bits(c.mask):
+            owner[bit] = b
+    by_bidder = {g[0].bidder: g for g in groups if g}
+    entry_bits: dict[int, list[int]] = {}
+
+    def bits_of(c: Candidate) -> list[int]:
+        found = entry_bits.get(id(c))
+        if found is None:
+            found = entry_bits[id(c)] = _bits(c.mask)
+        return found
+
+    def place(b: int, c: Candidate | None) -> None:
+        nonlocal used
+        old = chosen.pop(b, None)
+        if old is not None:
+            used &= ~old.mask
+            for bit in bits_of(old):
+                del owner[bit]
+        if c is not None:
+            chosen[b] = c
+            used |= c.mask
+            for bit in bits_of(c):
+                owner[bit] = b
+
+    order = [g for g in (groups if movers is None else movers) if g]
+    for _ in range(PASSES):
+        moved = False
+        for g in order:
+            b = g[0].bidder
+            mine = chosen.get(b)
+            have = mine.gain if mine is not None else 0.0
+            free = used & ~mine.mask if mine is not None else used
+            best_delta = 1e-12
+            best_move: tuple[Candidate, int | None, Candidate | None] | None = None
+            move: tuple[Candidate, int | None, Candidate | None]
+            for c in g:
+                others = {owner[bit] for bit in bits_of(c) if bit in owner} - {b}
+                if not others:
+                    delta, move = c.gain - have, (c, None, None)
+                elif len(others) == 1:
+                    (w,) = others
+                    lost = chosen[w]
+                    left = (free & ~lost.mask) | c.mask
+                    alt = None
+                    for e in by_bidder[w]:
+                        if not e.mask & left and (alt is None or e.gain > alt.gain):
+                            alt = e
+                    delta = c.gain - have - lost.gain + (alt.gain if alt is not None else 0.0)
+                    move = (c, w, alt)
+                else:
+                    continue
+                if delta > best_delta:
+                    best_delta, best_move = delta, move
+            if best_move is not None:
+                c, loser, alt = best_move
+                if loser is not None:
+                    place(loser, None)
+                place(b, c)
+                if loser is not None and alt is not None:
+                    place(loser, alt)
+                moved = True
+        if not moved:
+            break
+    value = math.fsum(c.gain for c in chosen.values())
+    if value <= start.objective:
+        return start
+    return Solution(value, chosen)
+
+
+def reach(groups: Sequence[Sequence[Candidate]]) -> dict[int, int]:
+    """Per bidder, the GPUs of all its entries (a mask)."""
+    out: dict[int, int] = {}
+    for g in groups:
+        mask = 0
+        for c in g:
+            mask |= c.mask
+        if g:
+            out[g[0].bidder] = mask
+    return out
+
+
 def dual_terms(
     groups: Sequence[Sequence[Candidate]], prices: Sequence[float] | None
 ) -> tuple[float, dict[int, float]]:
@@ -110,16 +214,31 @@ def limited_answer(
     prices: Sequence[float] | None,
     bounds: Iterable[float] = (),
     start: Solution | None = None,
+    focus: int | None = None,
+    reaches: Mapping[int, int] | None = None,
 ) -> Solution:
-    """The best of ``found`` and a greedy packing (extending ``start``), with the smallest
-    of ``bounds`` and the dual bound at ``prices`` as its certified bound."""
+    """The best of ``found`` and a greedy packing (extending ``start``), improved by
+    ``improve``, with the smallest of ``bounds`` and the dual bound at ``prices`` (when
+    given, or when there is no other bound) as its certified bound. ``focus``: GPUs (a
+    mask) outside which ``start`` is taken as settled: only bidders with an entry on
+    them are tried (a re-solve: the winner's GPUs), which keeps a re-solve's work local;
+    ``reaches``: ``reach(groups)``, when the caller has it."""
     from themis.auction.solver import Solution
 
+    if focus is None:
+        movers = groups
+    else:
+        known = reach(groups) if reaches is None else reaches
+        movers = [g for g in groups if g and known[g[0].bidder] & focus]
     options = [s for s in found if s is not None]
-    options.append(greedy(groups, start))
+    options.append(greedy(movers, start))
     best = options[0]
     for s in options[1:]:
         if s.objective > best.objective:
             best = s
-    bound = min([dual_bound(groups, prices), *bounds])
+    best = improve(groups, best, movers)
+    given = list(bounds)
+    if prices is not None or not given:
+        given.append(dual_bound(groups, prices))
+    bound = min(given)
     return Solution(best.objective, dict(best.chosen), max(bound, best.objective))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from themis.auction.bounded import ROUNDING, limited_answer
+from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach
 from themis.auction.budget import CLOCK_EVERY, Budget
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
@@ -173,23 +173,35 @@ def solve_all(
                 notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
     if best is None and not star.expired():
         # Too large for branch and bound: the re-solves are as hard, so skip to the
-        # certified LP path, else to HiGHS's integer program.
+        # certified LP path, else to HiGHS's integer program (under a node limit: branch
+        # and bound again, with what is left; see _mip_allowed).
         if lp_first and not large:
             fast = _solve_all_lp(groups, budget=budget, star=star, notes=notes)
             if fast is not None:
                 return fast
-        if not star.expired():
+        if star.expired():
+            pass
+        elif _mip_allowed(budget):
             answer = _milp(groups, star if budget.active else None, _best_found(notes))
             if answer.bound is None:
                 best = answer
             else:
                 notes.found.append(answer)
-        node_limit = 0
+            node_limit = 0
+        elif plan is not None and full is not None:
+            best = full.run(star.allowance() or 1, None, plan.lp_prices, True, budget=star)
+            if best is None:
+                notes.found.append(full.found)
+                if plan.priced:
+                    notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
     if best is None:
         best = limited_answer(groups, notes.found, notes.prices, notes.bounds)
         node_limit = 0
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
+    mip = _mip_allowed(budget)
+    dual = _DualWithout(groups, notes.prices)  # x*'s dual bound, per winner left out
+    reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
     for k, (bidder, cand) in enumerate(winners):
         rest = {b: c for b, c in best.chosen.items() if b != bidder}
         others = [g for g in groups if g[0].bidder != bidder]
@@ -201,23 +213,56 @@ def solve_all(
         result = None
         found: list[Solution | None] = [incumbent]
         bounds = [] if best.bound is None else [best.bound]
-        if node_limit and plan is not None and full is not None and not part.expired():
+        searches = node_limit or not mip
+        if searches and plan is not None and full is not None and not part.expired():
             search = _Search(plan, full, bidder)
+            cap = node_limit if mip else (part.allowance() or 1)
             result = search.run(
-                node_limit, incumbent, _repriced(plan, search, cand.mask), eager, budget=part
+                cap, incumbent, _repriced(plan, search, cand.mask), eager, budget=part
             )
             if result is None:
                 found.append(search.found)
                 bounds.append(search.root_bound())
-        if result is None and not part.expired():
+        if result is None and mip and not part.expired():
             result = _milp(others, part if budget.active else None, incumbent)
             if result.bound is not None:
                 found.append(result)
                 result = None
         if result is None:
-            result = limited_answer(others, found, notes.prices, bounds, start=incumbent)
+            bounds.append(dual.without(bidder))
+            if reaches is None:
+                reaches = reach(groups)
+            result = limited_answer(others, found, None, bounds, incumbent, cand.mask, reaches)
         without[bidder] = result
     return best, without
+
+
+class _DualWithout:
+    """The dual bound at fixed prices without one bidder, for every bidder at the cost of
+    one: the prices' sum and each bidder's term, computed once (``bounded.dual_terms``),
+    then the bound without i is their exactly rounded sum minus i's term (one more
+    rounding, far below ``ROUNDING``)."""
+
+    def __init__(self, groups: list[list[Candidate]], prices: Sequence[float] | None) -> None:
+        self.groups = groups
+        self.prices = prices
+        self.parts: tuple[float, dict[int, float]] | None = None
+
+    def without(self, bidder: int) -> float:
+        if self.parts is None:
+            total, terms = dual_terms(self.groups, self.prices)
+            self.parts = (math.fsum([total, *terms.values()]), terms)
+        bound, terms = self.parts
+        return bound - terms.get(bidder, 0.0) + ROUNDING
+
+
+def _mip_allowed(budget: Budget | None) -> bool:
+    """Whether HiGHS's integer program may answer within ``budget``: not under a node
+    limit, which must bound the work deterministically, and HiGHS's MIP cannot be
+    bounded so (its root node ignores ``simplex_iteration_limit``: on the held-out
+    family it spent 60 s and 41,553 iterations at the root with a limit of 3,000). There
+    branch and bound goes on with the budget left, or the answer is the bounded one."""
+    return budget is None or budget.nodes_left is None
 
 
 class _Notes:
@@ -291,6 +336,7 @@ def _solve_all_lp(
     position = {g[0].bidder: k for k, g in enumerate(groups)}
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
+    reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
     for k, (bidder, cand) in enumerate(winners):
         if len(groups) == 1:
             without[bidder] = Solution(0.0, {})
@@ -310,7 +356,9 @@ def _solve_all_lp(
             others = [g for g in groups if g[0].bidder != bidder]
             start = Solution(incumbent, _without(best.chosen, bidder))
             bound = proof[0] - float(proof[1][position[bidder]]) + ROUNDING
-            result = limited_answer(others, [start], lp.prices.tolist(), [bound], start=start)
+            if reaches is None:
+                reaches = reach(groups)
+            result = limited_answer(others, [start], None, [bound], start, cand.mask, reaches)
         without[bidder] = result
     return best, without
 
@@ -358,7 +406,7 @@ def _resolve_lp(
     if found_list is None and not (part is not None and part.expired()):
         found_list = lp.solve(at, budget=part)
     if found_list is None:
-        if part is not None and part.expired():
+        if part is not None and (part.expired() or not _mip_allowed(part)):
             return small, None
         others = [g for g in groups if g[0].bidder != bidder]
         start = Solution(incumbent, _without(best.chosen, bidder))
