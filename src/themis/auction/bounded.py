@@ -16,8 +16,9 @@ When a solve stops on its budget (``themis.auction.budget``) the solver still an
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,19 +29,27 @@ if TYPE_CHECKING:
 ROUNDING = 1e-9
 
 
-def _bits(mask: int) -> list[int]:
+@functools.lru_cache(maxsize=1 << 16)
+def _bits(mask: int) -> tuple[int, ...]:
+    """The GPU bits of a mask, ascending (remembered: an auction's limited re-solves ask
+    for the same entries' bits once per winner)."""
     out = []
     while mask:
         low = mask & -mask
         out.append(low.bit_length() - 1)
         mask ^= low
-    return out
+    return tuple(out)
 
 
-def greedy(groups: Sequence[Sequence[Candidate]], start: Solution | None = None) -> Solution:
+def greedy(
+    groups: Sequence[Sequence[Candidate]],
+    start: Solution | None = None,
+    prices: Sequence[float] | None = None,
+) -> Solution:
     """A feasible packing: ``start``'s choices (if any) plus, for the other bidders, entries
     taken greedily if disjoint from what is taken, in two orders (gain, and gain per GPU,
-    largest first); the better of the two."""
+    largest first), and a third with ``prices`` (reduced profit: gain minus the prices of
+    its GPUs); the best of them."""
     from themis.auction.solver import Solution
 
     base: dict[int, Candidate] = dict(start.chosen) if start is not None else {}
@@ -49,10 +58,19 @@ def greedy(groups: Sequence[Sequence[Candidate]], start: Solution | None = None)
         used0 |= c.mask
     flat = [c for g in groups for c in g if c.bidder not in base]
     best: Solution | None = None
-    for key in (
+    keys: list[Callable[[Candidate], tuple[float, int, int]]] = [
         lambda c: (-c.gain, c.bidder, c.entry),
         lambda c: (-c.gain / c.mask.bit_count(), c.bidder, c.entry),
-    ):
+    ]
+    if prices is not None:
+        y = list(prices)
+
+        def reduced(c: Candidate) -> tuple[float, int, int]:
+            price = math.fsum(y[b] for b in _bits(c.mask) if b < len(y))
+            return (-(c.gain - price), c.bidder, c.entry)
+
+        keys.append(reduced)
+    for key in keys:
         chosen = dict(base)
         used = used0
         for c in sorted(flat, key=key):
@@ -84,20 +102,22 @@ def improve(
     from themis.auction.solver import Solution
 
     chosen: dict[int, Candidate] = dict(start.chosen)
+    order = [g for g in (groups if movers is None else movers) if g]
+    # Conflicts are looked up only on the GPUs the movers' entries can touch.
+    region = 0
+    for g in order:
+        for c in g:
+            region |= c.mask
     owner: dict[int, int] = {}
     used = 0
     for b, c in chosen.items():
         used |= c.mask
-        for bit in _bits(c.mask):
-            owner[bit] = b
+        if c.mask & region:
+            for bit in _bits(c.mask):
+                owner[bit] = b
     by_bidder = {g[0].bidder: g for g in groups if g}
-    entry_bits: dict[int, list[int]] = {}
-
-    def bits_of(c: Candidate) -> list[int]:
-        found = entry_bits.get(id(c))
-        if found is None:
-            found = entry_bits[id(c)] = _bits(c.mask)
-        return found
+    def bits_of(c: Candidate) -> tuple[int, ...]:
+        return _bits(c.mask)
 
     def place(b: int, c: Candidate | None) -> None:
         nonlocal used
@@ -105,14 +125,13 @@ def improve(
         if old is not None:
             used &= ~old.mask
             for bit in bits_of(old):
-                del owner[bit]
+                owner.pop(bit, None)
         if c is not None:
             chosen[b] = c
             used |= c.mask
             for bit in bits_of(c):
                 owner[bit] = b
 
-    order = [g for g in (groups if movers is None else movers) if g]
     for _ in range(PASSES):
         moved = False
         for g in order:
@@ -208,6 +227,26 @@ def dual_bound(
     return math.fsum([total, *(t for b, t in terms.items() if b != without)]) + ROUNDING
 
 
+def tightened(
+    groups: Sequence[Sequence[Candidate]], answer: Solution, prices: Sequence[float] | None
+) -> tuple[Solution, Sequence[float] | None]:
+    """``answer`` (from ``limited_answer``) with its bound tightened by subgradient
+    descent on the prices (``subgradient_prices``) from ``prices``, and its packing
+    compared with a greedy one by reduced profit at the new prices (then improved); and
+    the prices that give the better bound (for the re-solves' bounds)."""
+    best, best_prices = answer, prices
+    # From the prices given (an LP's, maybe unfinished) and from 0: an unfinished LP's
+    # duals can be a worse start than none.
+    for begin in (prices, None) if prices is not None else (None,):
+        y = subgradient_prices(groups, begin, best.objective)
+        bounds = [] if best.bound is None else [best.bound]
+        again = limited_answer(groups, [best], y, bounds)
+        if again.bound != best.bound:
+            best_prices = y
+        best = again
+    return best, best_prices
+
+
 def limited_answer(
     groups: Sequence[Sequence[Candidate]],
     found: Iterable[Solution | None],
@@ -231,7 +270,7 @@ def limited_answer(
         known = reach(groups) if reaches is None else reaches
         movers = [g for g in groups if g and known[g[0].bidder] & focus]
     options = [s for s in found if s is not None]
-    options.append(greedy(movers, start))
+    options.append(greedy(movers, start, prices))
     best = options[0]
     for s in options[1:]:
         if s.objective > best.objective:
@@ -242,3 +281,74 @@ def limited_answer(
         given.append(dual_bound(groups, prices))
     bound = min(given)
     return Solution(best.objective, dict(best.chosen), max(bound, best.objective))
+
+
+#: Steps of the subgradient descent on the GPU prices (``subgradient_prices``).
+SUBGRADIENT_STEPS = 300
+#: Steps without a better bound after which the step size is halved.
+STALE = 10
+
+
+def subgradient_prices(
+    groups: Sequence[Sequence[Candidate]],
+    start: Sequence[float] | None,
+    lower: float,
+    steps: int = SUBGRADIENT_STEPS,
+) -> list[float]:
+    """GPU prices (per GPU bit) that lower the weak-duality bound, by ``steps`` of
+    projected subgradient descent from ``start`` (None: 0) with Polyak steps towards
+    ``lower`` (the value of a known packing). The bound is convex in the prices and any
+    prices >= 0 give a valid one, so this only ever tightens what ``dual_bound`` then
+    certifies; it needs no LP, so it also helps when the LP did not finish in time.
+    Deterministic: a fixed number of numpy steps."""
+    import numpy as np  # here, not at import: the CLI starts without numpy
+
+    flat = [c for g in groups for c in g]
+    if not flat:
+        return []
+    gains = np.array([c.gain for c in flat])
+    sizes = [c.mask.bit_count() for c in flat]
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    gpus = np.array([b for c in flat for b in _bits(c.mask)], dtype=np.int64)
+    width = int(gpus.max()) + 1
+    bidder_starts = np.cumsum([0] + [len(g) for g in groups])[:-1]
+    owner = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    pool = np.zeros(width, dtype=bool)
+    pool[gpus] = True
+    y = np.zeros(width)
+    if start is not None:
+        given = np.asarray(start, dtype=float)[:width]
+        y[: len(given)] = np.maximum(0.0, given)
+    y[~pool] = 0.0
+    best_y, best_bound = y.copy(), math.inf
+    index = np.arange(len(flat))
+    scale, stale = 1.0, 0  # Polyak's factor, halved after STALE steps without progress
+    for _ in range(steps):
+        reduced = gains - np.add.reduceat(y[gpus], ptr[:-1])
+        top = np.maximum.reduceat(reduced, bidder_starts)
+        bound = float(y.sum() + np.maximum(top, 0.0).sum())
+        if bound < best_bound - 1e-9:
+            best_bound, best_y, stale = bound, y.copy(), 0
+        else:
+            stale += 1
+            if stale >= STALE:
+                scale, stale = scale / 2.0, 0
+        # each bidder's first best entry, if its reduced profit is positive
+        is_top = (reduced == top[owner]) & (top[owner] > 0.0)
+        first = np.full(len(groups), len(flat))
+        np.minimum.at(first, owner[is_top], index[is_top])
+        chosen = first[first < len(flat)]
+        covered = np.zeros(width)
+        if len(chosen):
+            first_pos, counts = ptr[chosen], ptr[chosen + 1] - ptr[chosen]
+            offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            np.add.at(covered, gpus[np.repeat(first_pos, counts) + offsets], 1.0)
+        sub = np.where(pool, 1.0 - covered, 0.0)
+        # at y = 0 a GPU nobody covers has no further descent
+        sub[(y <= 0.0) & (sub > 0.0)] = 0.0
+        norm = float(sub @ sub)
+        if norm == 0.0 or bound - lower <= 1e-12:
+            break
+        y = np.maximum(0.0, y - scale * (bound - lower) / norm * sub)
+    out: list[float] = best_y.tolist()
+    return out

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach
+from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach, tightened
 from themis.auction.budget import CLOCK_EVERY, Budget
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
@@ -196,6 +196,7 @@ def solve_all(
                     notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
     if best is None:
         best = limited_answer(groups, notes.found, notes.prices, notes.bounds)
+        best, notes.prices = tightened(groups, best, notes.prices)
         node_limit = 0
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
