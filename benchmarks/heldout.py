@@ -3,6 +3,13 @@
     nice .venv/bin/python benchmarks/heldout.py write DIR [--bidders 50,100,200] [--seeds 0]
     nice .venv/bin/python benchmarks/heldout.py time [--bidders 50,100,200] [--seeds 0,1,2]
                                                      [--timeout 120] [-- extra themis args]
+    nice .venv/bin/python benchmarks/heldout.py budget [--bidders ...] [--seeds ...]
+                                                       [--node-limit N] [--deadline S]
+
+``time`` measures the CPU time of the whole ``themis auction FILE`` command (start-up
+included) in a child process; ``budget`` runs Partial Allocation in this process under the
+given limits and prints the auction's own CPU time, whether it hit its limits, x*'s
+certified gap (also relative to its bound) and the largest re-solve gap.
 
 ``benchmarks/instances.py`` builds menus the way the Themis agent does (nested prefixes of
 one chain from rotated starts), on which the LP relaxation is nearly always integral. This
@@ -100,13 +107,37 @@ def _time_one(path: Path, timeout: float, extra: list[str]) -> tuple[str, float 
     return f"{cpu:.2f} s CPU, {time.perf_counter() - start:.2f} s wall", cpu
 
 
+def _budget_one(path: Path, args: argparse.Namespace) -> str:
+    """One auction in this process under ``--node-limit`` / ``--deadline``."""
+    from themis.auction import partial_allocation
+    from themis.auction.budget import DEFAULT_NODE_LIMIT, Limits
+    from themis.cli.auction_file import read_auction_file
+
+    nodes = DEFAULT_NODE_LIMIT if args.node_limit is None else (args.node_limit or None)
+    data = read_auction_file(str(path))
+    start = time.process_time()
+    outcome = partial_allocation(
+        data.bids, data.gpus, random.Random(0), limits=Limits(nodes, args.deadline)
+    )
+    cpu = time.process_time() - start
+    bound = outcome.objective + outcome.gap
+    relative = outcome.gap / bound if bound > 0 else 0.0
+    return (
+        f"{cpu:.2f} s CPU, limited {outcome.limited}, gap {outcome.gap:.3f} "
+        f"({100 * relative:.2f}%), re-solve gap {outcome.resolve_gap:.3f}, "
+        f"objective {outcome.objective:.3f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["write", "time"])
+    parser.add_argument("command", choices=["write", "time", "budget"])
     parser.add_argument("dir", nargs="?", default=None)
     parser.add_argument("--bidders", default="50,100,200")
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--node-limit", type=int, default=None, help="budget: 0 = none")
+    parser.add_argument("--deadline", type=float, default=None, help="budget: seconds")
     parser.add_argument("extra", nargs="*", help="after --: arguments for themis auction")
     args = parser.parse_args(argv)
     sizes = [int(b) for b in args.bidders.split(",")]
@@ -118,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             path = write_auction(folder / f"heldout-{bidders}-s{seed}.json", bidders, seed)
             if args.command == "write":
                 print(path)
+                continue
+            if args.command == "budget":
+                print(f"{bidders:>5} bidders seed {seed}: {_budget_one(path, args)}", flush=True)
                 continue
             text, _ = _time_one(path, args.timeout, args.extra)
             print(f"{bidders:>5} bidders seed {seed}: {text}", flush=True)
