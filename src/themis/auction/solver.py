@@ -64,6 +64,10 @@ LOCAL_MIN_BIDDERS = 100
 #: per-call cost of numpy exceeds what it saves.
 WIDE_ROW = 128
 
+#: Under a node limit, HiGHS's MIP answers only auctions of at most this many entries
+#: (``_mip_allowed``: measured fast there; its root node cannot be bounded by nodes).
+MIP_COLUMNS = 1_000
+
 #: Share of an auction's budget its proportional-fair allocation x* may take; the rest is
 #: shared by the winners' re-solves, so that they get a turn even when x* is hard.
 STAR_SHARE = 0.5
@@ -181,7 +185,7 @@ def solve_all(
                 return fast
         if star.expired():
             pass
-        elif _mip_allowed(budget):
+        elif _mip_allowed(budget, groups):
             answer = _milp(groups, star if budget.active else None, _best_found(notes))
             if answer.bound is None:
                 best = answer
@@ -200,7 +204,7 @@ def solve_all(
         node_limit = 0
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
-    mip = _mip_allowed(budget)
+    mip = _mip_allowed(budget, groups)
     dual = _DualWithout(groups, notes.prices)  # x*'s dual bound, per winner left out
     reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
     for k, (bidder, cand) in enumerate(winners):
@@ -257,13 +261,21 @@ class _DualWithout:
         return bound - terms.get(bidder, 0.0) + ROUNDING
 
 
-def _mip_allowed(budget: Budget | None) -> bool:
-    """Whether HiGHS's integer program may answer within ``budget``: not under a node
-    limit, which must bound the work deterministically, and HiGHS's MIP cannot be
-    bounded so (its root node ignores ``simplex_iteration_limit``: on the held-out
-    family it spent 60 s and 41,553 iterations at the root with a limit of 3,000). There
-    branch and bound goes on with the budget left, or the answer is the bounded one."""
-    return budget is None or budget.nodes_left is None
+def _mip_allowed(budget: Budget | None, groups: Sequence[Sequence[Candidate]]) -> bool:
+    """Whether HiGHS's integer program may answer within ``budget``: always without a
+    node limit, and under one only on auctions of at most ``MIP_COLUMNS`` entries.
+
+    Under a node limit the work must stay bounded, and HiGHS's MIP cannot be bounded by
+    nodes: its root ignores ``simplex_iteration_limit`` (on ``heldout-200-s0``, 1,600
+    entries, it spent 60 s and 41,553 iterations at the root with a limit of 3,000). On
+    smaller auctions it is the fastest exact solver measured (held-out family, x* alone:
+    0.01-0.06 s up to 100 bidders / 800 entries, where branch and bound takes 0.4-13 s at
+    50 bidders and more than 2 minutes at 100; docs/benchmarks.md), and its answer is
+    deterministic (it stops at ``mip_max_nodes``, not on a clock). Beyond that size branch
+    and bound goes on with the budget left instead, or the answer is the bounded one."""
+    if budget is None or budget.nodes_left is None:
+        return True
+    return sum(len(g) for g in groups) <= MIP_COLUMNS
 
 
 class _Notes:
@@ -407,7 +419,7 @@ def _resolve_lp(
     if found_list is None and not (part is not None and part.expired()):
         found_list = lp.solve(at, budget=part)
     if found_list is None:
-        if part is not None and (part.expired() or not _mip_allowed(part)):
+        if part is not None and (part.expired() or not _mip_allowed(part, groups)):
             return small, None
         others = [g for g in groups if g[0].bidder != bidder]
         start = Solution(incumbent, _without(best.chosen, bidder))
