@@ -47,17 +47,13 @@ class Limits:
         if self.seconds is not None and not self.seconds > 0:
             raise ValueError(f"an auction deadline must be > 0 seconds, got {self.seconds}")
 
-    @property
-    def unlimited(self) -> bool:
-        return self.nodes is None and self.seconds is None
-
 
 class Budget:
     """The work left to one auction (see the module docstring), shared by its solves.
 
     A solve asks ``allowance()`` how many nodes it may take, reports what it took with
-    ``spend``, and checks ``expired()`` for the deadline. ``hit`` records that some solve
-    stopped on the budget (the answer is then not proven optimal)."""
+    ``spend``, and checks ``expired()`` for the deadline. Whether a solve stopped on it
+    shows in its answer (``solver.Solution.bound``)."""
 
     def __init__(self, limits: Limits, clock: object = time.monotonic) -> None:
         self.limits = limits
@@ -65,7 +61,6 @@ class Budget:
         self.nodes_left = limits.nodes
         start: float = clock()  # type: ignore[operator]
         self.deadline = None if limits.seconds is None else start + limits.seconds
-        self.hit = False
         self.parent: Budget | None = None
 
     def share(self, fraction: float) -> Budget:
