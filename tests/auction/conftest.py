@@ -13,9 +13,9 @@ def milp_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = solver._milp
 
-    def spy(groups):
+    def spy(groups, *args, **kwargs):
         calls.append(len(groups))
-        return real(groups)
+        return real(groups, *args, **kwargs)
 
     monkeypatch.setattr(solver, "_milp", spy)
     return calls

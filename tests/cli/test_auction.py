@@ -45,7 +45,8 @@ def test_vgg_against_resnet_hidden_payments(cli, tmp_path: Path) -> None:
     result = cli("auction", _write(tmp_path, HAND_CASE))
     assert result.code == 0, result.err
     out = json.loads(result.out)
-    assert set(out) == {"apps", "leftover"}
+    assert set(out) == {"apps", "leftover", "limited", "gap"}
+    assert out["limited"] is False and out["gap"] == 0.0  # proven optimal
     vgg, resnet = out["apps"]["vgg"], out["apps"]["resnet"]
     # Proportional fair: one machine each.
     assert sorted([sorted(vgg["choice"]), sorted(resnet["choice"])]) == [MACHINE_0, MACHINE_1]
@@ -76,7 +77,12 @@ def test_same_seed_same_rounding_and_seeds_vary_it(cli, tmp_path: Path) -> None:
 def test_app_that_wins_nothing_keeps_c_one(cli, tmp_path: Path) -> None:
     data = {"gpus": GPUS, "bids": {"idle": {"none": 2.0, "menu": []}}}
     out = json.loads(cli("auction", _write(tmp_path, data)).out)
-    assert out == {"apps": {"idle": {"choice": [], "c": 1.0, "granted": []}}, "leftover": ALL}
+    assert out == {
+        "apps": {"idle": {"choice": [], "c": 1.0, "granted": []}},
+        "leftover": ALL,
+        "limited": False,
+        "gap": 0.0,
+    }
 
 
 def _variant(change) -> dict:
@@ -243,3 +249,26 @@ def test_help_says_machine_and_rack_are_not_used(cli) -> None:
     result = cli("auction", "--help")
     assert result.code == 0
     assert "does not use" in " ".join(result.out.split())
+
+
+def test_a_node_limit_of_one_answers_with_a_bound(cli, tmp_path: Path) -> None:
+    """One search node cannot prove the optimum: the answer is still a feasible auction,
+    and says it is limited, with a gap >= 0."""
+    result = cli("auction", _write(tmp_path, HAND_CASE), "--node-limit", "1")
+    assert result.code == 0, result.err
+    out = json.loads(result.out)
+    assert out["limited"] is True and out["gap"] >= 0.0
+    granted = [g for app in out["apps"].values() for g in app["granted"]]
+    assert len(granted) == len(set(granted))
+    assert all(0.0 < app["c"] <= 1.0 for app in out["apps"].values())
+
+
+def test_bad_limits_are_one_line_errors(cli, tmp_path: Path) -> None:
+    path = _write(tmp_path, HAND_CASE)
+    for args, field in (
+        (("--node-limit", "-1"), "--node-limit"),
+        (("--deadline", "0"), "--deadline"),
+    ):
+        result = cli("auction", path, *args)
+        assert result.code != 0
+        assert field in result.err

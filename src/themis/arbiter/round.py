@@ -34,6 +34,7 @@ from themis.arbiter.reservation import (
     ready_times,
 )
 from themis.auction.bids import Bid
+from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.fairness.ftf import verified_rho
 from themis.model.cluster import Cluster
@@ -80,6 +81,7 @@ class Arbiter:
         max_menu: int = 32,
         reservation_bound: float | None = None,
         lease_align: float = 0.0,
+        limits: Limits | None = None,
         ranking: str = "verified",
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
@@ -114,6 +116,14 @@ class Arbiter:
         #: Owners (an app without one: the app) ever granted a GPU (``_first_gpu_wait``).
         self._started: set[str] = set()
         self.last_round: RoundRecord | None = None
+        #: Each auction's node limit and deadline (``themis.auction.budget``).
+        self.limits = limits
+        #: Auctions run, those that stopped on their limits, and the largest certified
+        #: gaps of x* and of the re-solves x^-i among them (docs/auction.md).
+        self.auctions = 0
+        self.auctions_limited = 0
+        self.auction_gap_max = 0.0
+        self.auction_resolve_gap_max = 0.0
 
     def agent(self, app: AppState) -> Agent:
         agent = self._agents.get(app.app_id)
@@ -276,8 +286,14 @@ class Arbiter:
             trim=lambda app_id, b, n: agents[app_id].trim(app_id, b, n),
             units=lambda app_id, b: agents[app_id].units(b),
             positions=cast("Mapping[Hashable, int]", index.position),
+            limits=self.limits,
         )
         record.outcome = outcome
+        self.auctions += 1
+        if outcome.limited:
+            self.auctions_limited += 1
+            self.auction_gap_max = max(self.auction_gap_max, outcome.gap)
+            self.auction_resolve_gap_max = max(self.auction_resolve_gap_max, outcome.resolve_gap)
         until = self.lease_end(now)
         # The auction is generic over hashable GPU ids; the arbiter offers ints.
         leftover = set(cast("tuple[int, ...]", outcome.leftover))

@@ -30,23 +30,21 @@ not find a proof in a few rounds hands over to the global model.
 
 An answer without a proof falls back to HiGHS's integer program (``solver._milp``), so the
 path is exact on every instance and fast where the relaxation is tight. It needs HiGHS's
-incremental interface, which scipy ships privately (``scipy.optimize._highspy``); without
-it (older scipy) ``WarmLp.available()`` is False and the solver keeps its other paths.
-The extension module is loaded by itself (``_load_highs``): importing it through
-``scipy.optimize`` costs ~0.5 s of start-up (most of scipy), more than a large auction's
-solves.
+incremental interface, from its official bindings (``highspy``, a dependency); without
+them ``WarmLp.available()`` is False and the solver keeps its other paths. ``highspy``
+imports in ~10 ms once numpy is loaded (``scipy.optimize``, which ships a private copy of
+the same bindings, costs ~0.5 s: most of scipy).
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-#: Costs are scaled as for the integer program (see ``solver._HIGHS_COST_SCALE``): HiGHS's
+#: Costs are scaled as for the integer program (see ``mip.COST_SCALE``): HiGHS's
 #: absolute tolerances then sit far below the solver's TOLERANCE.
 COST_SCALE = 1e4
 
@@ -67,43 +65,18 @@ LOCAL_ROUNDS = 6
 
 
 def _load_highs() -> Any:
-    """scipy's HiGHS bindings (``scipy.optimize._highspy._core``), or None.
+    """The ``highspy`` package (HiGHS's official Python bindings), or None without it.
 
-    Loaded from its file without importing ``scipy.optimize`` (whose package imports most
-    of scipy), and registered under its own name so that a later ``import scipy.optimize``
-    uses this very module (a pybind11 module must not be initialised twice)."""
-    name = "scipy.optimize._highspy._core"
-    if name in sys.modules:
-        return sys.modules[name]
+    Models are built on ``highspy._Highs``, the bindings' C++ class itself (exported by the
+    package; ``highspy.Highs`` is a Python subclass of it): the subclass's constructor
+    prints HiGHS's banner on stdout before output can be switched off, which would corrupt
+    ``themis auction``'s JSON, and it adds callback and threading plumbing this path does
+    not use."""
     try:
-        import importlib.machinery
-        import importlib.util
-        import os
-
-        spec = importlib.util.find_spec("scipy")
-        if spec is None or spec.origin is None:  # pragma: no cover - scipy is a dependency
-            return None
-        folder = os.path.join(os.path.dirname(spec.origin), "optimize", "_highspy")
-        suffixes = importlib.machinery.EXTENSION_SUFFIXES
-        for file in sorted(os.listdir(folder)):
-            if file.startswith("_core.") and any(file.endswith(s) for s in suffixes):
-                path = os.path.join(folder, file)
-                loader = importlib.machinery.ExtensionFileLoader(name, path)
-                module_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-                if module_spec is None:  # pragma: no cover
-                    break
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[name] = module
-                loader.exec_module(module)
-                return module
-    except Exception:  # pragma: no cover - another layout: the ordinary import below
-        sys.modules.pop(name, None)
-    try:  # pragma: no cover - only when the file was not found above
-        from scipy.optimize._highspy import _core
-
-        return _core
-    except ImportError:  # pragma: no cover - older scipy
+        import highspy
+    except ImportError:  # pragma: no cover - highspy is a dependency
         return None
+    return highspy
 
 
 _highs = _load_highs()
@@ -164,6 +137,8 @@ class WarmLp:
         # (dual bound, per bidder its best reduced profit) of the last solve's proof
         self.proof: tuple[float, np.ndarray] | None = None
         self.picked = np.zeros(0, dtype=np.int64)  # the entries of the last proven answer
+        self.solved = False  # whether an unproven solve left prices and values
+        self.values = np.zeros(len(self.flat))  # the LP values of that solve
         self._load(np.arange(len(self.flat)))
 
     def restricted(self, columns: np.ndarray) -> WarmLp:
@@ -207,6 +182,7 @@ class WarmLp:
         self.in_model = np.zeros(len(self.flat), dtype=bool)
         self.model_cols: list[list[int]] = [[] for _ in range(self.n_bidders)]
         self.highs = _new_model(self.height)
+        self.limited = False  # whether HiGHS's limits were set (apply_limits)
         self._add(columns)
 
     def _add(self, columns: np.ndarray) -> None:
@@ -244,13 +220,16 @@ class WarmLp:
     def available() -> bool:
         return _highs is not None
 
-    def solve(self, without: int | None = None) -> list[Any] | None:
+    def solve(self, without: int | None = None, budget: Any = None) -> list[Any] | None:
         """The optimal choice (candidates, one per winning bidder) of the auction, or of it
         without the bidder at position ``without`` of ``groups``; None if the LP answer
         comes without a proof of optimality (see the module docstring).
 
         A restricted model adds the entries that break its proof (those pricing above
         what their bidder gets in the model) and solves again, at most ``ROUNDS`` times.
+        ``budget`` (``themis.auction.budget.Budget``) limits HiGHS's simplex iterations
+        and time; a solve that stops on it answers None and leaves its prices and LP
+        values (``solved``, ``prices``, ``rounded``) for a bounded answer.
         """
         highs = self.highs
         cols = np.array(self.model_cols[without] if without is not None else [], dtype=np.int32)
@@ -258,20 +237,57 @@ class WarmLp:
             highs.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.zeros(len(cols)))
         try:
             for _ in range(ROUNDS):
+                self.limited = apply_limits(highs, budget, self.limited)
                 highs.run()
-                if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:
-                    return None  # pragma: no cover - a bounded feasible LP always solves
+                if budget is not None:
+                    budget.spend(max(0, int(highs.getInfo().simplex_iteration_count)))
                 solution = highs.getSolution()
+                if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:
+                    self._remember(solution)
+                    return None
                 chosen, missing = self._certified(
                     np.asarray(solution.col_value), np.asarray(solution.row_dual), without
                 )
                 if chosen is not None or missing is None or not len(missing):
+                    if chosen is None:
+                        self._remember(solution)
                     return chosen
+                if budget is not None and budget.expired():
+                    self._remember(solution)
+                    return None
                 self._add(missing)
             return None
         finally:
             if len(cols):
                 highs.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.ones(len(cols)))
+
+    def _remember(self, solution: Any) -> None:
+        """Keep an unproven solve's GPU prices (any prices >= 0 give a valid bound) and LP
+        values (``rounded``)."""
+        duals = np.asarray(solution.row_dual)
+        x = np.asarray(solution.col_value)
+        if len(duals) != self.height or len(x) != len(self.columns):
+            return
+        self.prices = np.maximum(0.0, -duals[self.n_bidders :] / COST_SCALE)
+        self.values = np.zeros(len(self.flat))
+        self.values[np.asarray(self.columns, dtype=np.int64)] = x
+        self.solved = True
+
+    def rounded(self) -> Any:
+        """A feasible packing guided by the last unproven solve: entries by LP value, then
+        gain per GPU, largest first, each taken if its bidder and GPUs are still free."""
+        from themis.auction.solver import Solution
+
+        sizes = np.diff(self.ent_ptr)
+        order = np.lexsort((-self.gains / sizes, -self.values))
+        chosen: dict[int, Any] = {}
+        used = 0
+        for k in order.tolist():
+            c = self.flat[k]
+            if c.bidder not in chosen and not c.mask & used:
+                chosen[c.bidder] = c
+                used |= c.mask
+        return Solution(sum(c.gain for c in chosen.values()), chosen)
 
     def feasible(self, picked: np.ndarray) -> bool:
         """At most one of these entries per bidder, and no GPU in two of them."""
@@ -322,6 +338,22 @@ class WarmLp:
         if without is not None:
             missing[self.starts[without] : self.starts[without + 1]] = False
         return None, np.flatnonzero(missing)
+
+
+def apply_limits(highs: Any, budget: Any, limited: bool) -> bool:
+    """Set HiGHS's simplex iteration and time limits from ``budget``'s allowance (or clear
+    them, if set before, when there is none); returns whether limits are now set."""
+    if budget is None or not budget.active:
+        if limited:
+            highs.setOptionValue("simplex_iteration_limit", _highs.kHighsIInf)
+            highs.setOptionValue("time_limit", _highs.kHighsInf)
+        return False
+    nodes = budget.allowance()
+    iterations = _highs.kHighsIInf if nodes is None else max(1, min(nodes, _highs.kHighsIInf))
+    highs.setOptionValue("simplex_iteration_limit", int(iterations))
+    seconds = budget.seconds_left()
+    highs.setOptionValue("time_limit", _highs.kHighsInf if seconds is None else max(1e-3, seconds))
+    return True
 
 
 def _new_model(height: int) -> Any:
@@ -390,8 +422,11 @@ class LocalResolver:
         # primal simplex: its optimum needs fewer rounds of growing S here than the dual's
         self.small.setOptionValue("simplex_strategy", 4)
         self.solves = 0  # small LPs solved (for tests and benchmarks)
+        self.limited = False  # whether HiGHS's limits are set (apply_limits)
 
-    def solve_without(self, position: int) -> tuple[float, list[tuple[int, int]]] | None:
+    def solve_without(
+        self, position: int, budget: Any = None
+    ) -> tuple[float, list[tuple[int, int]]] | None:
         """A certified optimum of the auction without the bidder at ``position``: its
         value and how it differs from x* (bidder position, its new entry or -1); None
         without a proof in ``LOCAL_ROUNDS`` solves."""
@@ -429,7 +464,7 @@ class LocalResolver:
             owner = lp.bidder_of[outer]
             outer = outer[~local[owner] & (owner != position)]
             picked, gpus, duals = self._solve_small(
-                members, inner, inner_worth, outer, outer_worth[outer], ~blocked
+                members, inner, inner_worth, outer, outer_worth[outer], ~blocked, budget
             )
             if picked is None:
                 return None
@@ -507,6 +542,7 @@ class LocalResolver:
         outer: np.ndarray,
         outer_worth: np.ndarray,
         open_gpus: np.ndarray,
+        budget: Any = None,
     ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """The small LP: ``inner`` columns (with their bidder's row among ``members``) and
         ``outer`` ones (no bidder row), each on its GPUs in ``open_gpus``. Returns the
@@ -573,7 +609,10 @@ class LocalResolver:
         basis.row_status = [status.kUpper if t else status.kBasic for t in tight.tolist()]
         basis.valid = True
         highs.setBasis(basis)
+        self.limited = apply_limits(highs, budget, self.limited)
         highs.run()
+        if budget is not None:
+            budget.spend(max(0, int(highs.getInfo().simplex_iteration_count)))
         self.solves += 1
         if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:
             return None, gpus, gpus  # pragma: no cover - a bounded feasible LP always solves

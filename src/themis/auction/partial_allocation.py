@@ -33,6 +33,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from themis.auction.bids import Bid
+from themis.auction.budget import Budget, Limits
 from themis.auction.solver import Candidate, Solution, gain, solve_all
 from themis.errors import ThemisError
 
@@ -55,6 +56,12 @@ class AuctionOutcome:
     apps: dict[str, AppOutcome]
     leftover: tuple[Hashable, ...]  # offered GPUs granted to no bidder
     objective: float  # sum of log-utility gains of x* over winning nothing
+    #: Whether a solve (x* or a winner's x^-i) stopped on the auction's budget unproven.
+    limited: bool = False
+    #: How far the optimum may lie above ``objective`` (certified; 0 when x* is proven).
+    gap: float = 0.0
+    #: The largest such gap of the winners' re-solves x^-i.
+    resolve_gap: float = 0.0
 
 
 def keep_prefix(app_id: str, bundle: tuple[Hashable, ...], count: int) -> tuple[Hashable, ...]:
@@ -158,10 +165,13 @@ def partial_allocation(
     source: str = "auction",
     units: Units | None = None,
     positions: Mapping[Hashable, int] | None = None,
+    limits: Limits | None = None,
 ) -> AuctionOutcome:
-    """``positions``: each GPU's index in ``free``, when the caller has it."""
+    """``positions``: each GPU's index in ``free``, when the caller has it. ``limits``: the
+    auction's node limit and deadline (``themis.auction.budget``; None: no limit)."""
     candidates = build_candidates(bids, free, source, positions)
-    best, without = solve_all(candidates)
+    budget = Budget(limits) if limits is not None else None
+    best, without = solve_all(candidates, budget=budget)
     apps: dict[str, AppOutcome] = {}
     granted_all: set[Hashable] = set()
     for b, bid in enumerate(bids):
@@ -179,13 +189,25 @@ def partial_allocation(
         granted_all.update(granted)
         apps[bid.app_id] = AppOutcome(bundle, c, granted)
     leftover = tuple(g for g in free if g not in granted_all)
-    return AuctionOutcome(apps, leftover, best.objective)
+    resolve_gap = max((s.gap for s in without.values()), default=0.0)
+    limited = best.bound is not None or any(s.bound is not None for s in without.values())
+    return AuctionOutcome(apps, leftover, best.objective, limited, best.gap, resolve_gap)
+
+
+#: The smallest c_i: a positive float, so that a limited answer never grants a share of 0
+#: by underflow (c_i lies in (0, 1]).
+C_MIN = 5e-324
 
 
 def payment_fraction(best: Solution, without: dict[int, Solution], bidder: int) -> float:
-    """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing."""
+    """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing.
+
+    When a solve stopped on its budget, OPT and OPT_without_i are the values of the
+    packings found (x* and x^-i, not proven optimal; docs/auction.md): x^-i is never worth
+    less than x* minus i, so the exponent is <= 0; c_i is clamped to (0, 1] all the same.
+    """
     cand = best.chosen.get(bidder)
     if cand is None:
         return 1.0
     others_with_i = best.objective - cand.gain
-    return min(1.0, math.exp(others_with_i - without[bidder].objective))
+    return max(C_MIN, min(1.0, math.exp(others_with_i - without[bidder].objective)))

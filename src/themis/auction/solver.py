@@ -17,11 +17,16 @@ plain search gives, bit for bit, found in fewer nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach, tightened
+from themis.auction.budget import CLOCK_EVERY, Budget
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
+
+if TYPE_CHECKING:
+    from themis.auction.lp_path import LocalResolver, WarmLp
 
 #: Objective values within this distance are treated as equal (log-utility units).
 TOLERANCE = 1e-9
@@ -59,12 +64,13 @@ LOCAL_MIN_BIDDERS = 100
 #: per-call cost of numpy exceeds what it saves.
 WIDE_ROW = 128
 
-#: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
-#: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it can
-#: return a choice up to ~1e-6 log-utility short of the optimum on near-ties. Scaling the
-#: gains by 1e4 shrinks that to ~1e-10 < TOLERANCE; gains are at most a few tens, so the
-#: scaled costs stay far from any magnitude HiGHS would have trouble with.
-_HIGHS_COST_SCALE = 1e4
+#: Under a node limit, HiGHS's MIP answers only auctions of at most this many entries
+#: (``_mip_allowed``: measured fast there; its root node cannot be bounded by nodes).
+MIP_COLUMNS = 1_000
+
+#: Share of an auction's budget its proportional-fair allocation x* may take; the rest is
+#: shared by the winners' re-solves, so that they get a turn even when x* is hard.
+STAR_SHARE = 0.5
 
 
 class Candidate(NamedTuple):
@@ -81,6 +87,14 @@ class Candidate(NamedTuple):
 class Solution:
     objective: float
     chosen: dict[int, Candidate]  # bidder -> candidate
+    #: A certified upper bound on the optimum when the search stopped on its budget before
+    #: proving ``chosen`` optimal (``budget``); None: proven optimal (within TOLERANCE).
+    bound: float | None = None
+
+    @property
+    def gap(self) -> float:
+        """How far the optimum may lie above ``objective`` (0 when proven optimal)."""
+        return 0.0 if self.bound is None else self.bound - self.objective
 
 
 def solve(
@@ -106,7 +120,10 @@ def solve(
 
 
 def solve_all(
-    candidates: list[list[Candidate]], node_limit: int = 5_000, lp_first: bool = True
+    candidates: list[list[Candidate]],
+    node_limit: int = 5_000,
+    lp_first: bool = True,
+    budget: Budget | None = None,
 ) -> tuple[Solution, dict[int, Solution]]:
     """The optimum, and for each of its winners i the optimum without bidder i.
 
@@ -121,42 +138,159 @@ def solve_all(
     warm-started LP whose every answer is certified optimal (``lp_path``), falling back to
     the integer program where a proof is missing. ``lp_first=False`` keeps the previous
     paths only: the exact reference the tests compare the LP path with.
+
+    ``budget`` (``themis.auction.budget``; None: no limit) bounds the whole auction: x*
+    may take ``STAR_SHARE`` of it, each re-solve an equal part of what is left. A solve
+    that runs out answers with the best packing known and a certified bound
+    (``Solution.bound``; ``bounded``); a re-solve's packing is never worth less than its
+    incumbent, x* minus the winner.
     """
     groups = [c for c in candidates if c]
     if not groups:
         return Solution(0.0, {}), {}
-    if lp_first and _lp_first(groups):
-        fast = _solve_all_lp(groups)
+    if budget is None:
+        budget = Budget.unlimited()
+    notes = _Notes()
+    star = budget.share(STAR_SHARE) if budget.active else budget
+    large = lp_first and _lp_first(groups)
+    if large:
+        fast = _solve_all_lp(groups, budget=budget, star=star, notes=notes)
         if fast is not None:
             return fast
-    plan = _Plan(groups)
-    full = _Search(plan)
-    best = full.run(node_limit, None, plan.lp_prices)
-    # Each re-solve costs about as much as the full search: when together they would cost
-    # more than an LP solve, they all get the LP-dual bound from the start.
-    eager = plan.priced or full.nodes * len(best.chosen if best else ()) > EAGER_PRICING
-    if best is None:
+    plan: _Plan | None = None
+    full: _Search | None = None
+    best: Solution | None = None
+    eager = False
+    if not star.expired() and not (large and budget.active):
+        # (A large auction without an LP proof skips branch and bound under a budget: its
+        # tables alone would cost more than the integer program's time.)
+        plan = _Plan(groups)
+        full = _Search(plan)
+        best = full.run(node_limit, None, plan.lp_prices, budget=star)
+        # Each re-solve costs about as much as the full search: when together they would
+        # cost more than an LP solve, they all get the LP-dual bound from the start.
+        eager = plan.priced or full.nodes * len(best.chosen if best else ()) > EAGER_PRICING
+        if best is None:
+            notes.found.append(full.found)
+            notes.bounds.append(full.root_bound())
+            if plan.priced:
+                notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
+    if best is None and not star.expired():
         # Too large for branch and bound: the re-solves are as hard, so skip to the
-        # certified LP path, else to HiGHS's integer program.
-        fast = _solve_all_lp(groups) if lp_first else None
-        if fast is not None:
-            return fast
-        best = _milp(groups)
+        # certified LP path, else to HiGHS's integer program (under a node limit: branch
+        # and bound again, with what is left; see _mip_allowed).
+        if lp_first and not large:
+            fast = _solve_all_lp(groups, budget=budget, star=star, notes=notes)
+            if fast is not None:
+                return fast
+        if star.expired():
+            pass
+        elif _mip_allowed(budget, groups):
+            answer = _milp(groups, star if budget.active else None, _best_found(notes))
+            if answer.bound is None:
+                best = answer
+            else:
+                notes.found.append(answer)
+            node_limit = 0
+        elif plan is not None and full is not None:
+            best = full.run(star.allowance() or 1, None, plan.lp_prices, True, budget=star)
+            if best is None:
+                notes.found.append(full.found)
+                if plan.priced:
+                    notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
+    if best is None:
+        best = limited_answer(groups, notes.found, notes.prices, notes.bounds)
+        best, notes.prices = tightened(groups, best, notes.prices)
         node_limit = 0
     without: dict[int, Solution] = {}
-    for bidder, cand in best.chosen.items():
+    winners = list(best.chosen.items())
+    mip = _mip_allowed(budget, groups)
+    dual = _DualWithout(groups, notes.prices)  # x*'s dual bound, per winner left out
+    reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
+    for k, (bidder, cand) in enumerate(winners):
         rest = {b: c for b, c in best.chosen.items() if b != bidder}
         others = [g for g in groups if g[0].bidder != bidder]
         if not others:
             without[bidder] = Solution(0.0, {})
             continue
         incumbent = Solution(best.objective - cand.gain, rest)
+        part = budget.share(1.0 / (len(winners) - k)) if budget.active else budget
         result = None
-        if node_limit:
+        found: list[Solution | None] = [incumbent]
+        bounds = [] if best.bound is None else [best.bound]
+        searches = node_limit or not mip
+        if searches and plan is not None and full is not None and not part.expired():
             search = _Search(plan, full, bidder)
-            result = search.run(node_limit, incumbent, _repriced(plan, search, cand.mask), eager)
-        without[bidder] = _milp(others) if result is None else result
+            cap = node_limit if mip else (part.allowance() or 1)
+            result = search.run(
+                cap, incumbent, _repriced(plan, search, cand.mask), eager, budget=part
+            )
+            if result is None:
+                found.append(search.found)
+                bounds.append(search.root_bound())
+        if result is None and mip and not part.expired():
+            result = _milp(others, part if budget.active else None, incumbent)
+            if result.bound is not None:
+                found.append(result)
+                result = None
+        if result is None:
+            bounds.append(dual.without(bidder))
+            if reaches is None:
+                reaches = reach(groups)
+            result = limited_answer(others, found, None, bounds, incumbent, cand.mask, reaches)
+        without[bidder] = result
     return best, without
+
+
+class _DualWithout:
+    """The dual bound at fixed prices without one bidder, for every bidder at the cost of
+    one: the prices' sum and each bidder's term, computed once (``bounded.dual_terms``),
+    then the bound without i is their exactly rounded sum minus i's term (one more
+    rounding, far below ``ROUNDING``)."""
+
+    def __init__(self, groups: list[list[Candidate]], prices: Sequence[float] | None) -> None:
+        self.groups = groups
+        self.prices = prices
+        self.parts: tuple[float, dict[int, float]] | None = None
+
+    def without(self, bidder: int) -> float:
+        if self.parts is None:
+            total, terms = dual_terms(self.groups, self.prices)
+            self.parts = (math.fsum([total, *terms.values()]), terms)
+        bound, terms = self.parts
+        return bound - terms.get(bidder, 0.0) + ROUNDING
+
+
+def _mip_allowed(budget: Budget | None, groups: Sequence[Sequence[Candidate]]) -> bool:
+    """Whether HiGHS's integer program may answer within ``budget``: always without a
+    node limit, and under one only on auctions of at most ``MIP_COLUMNS`` entries.
+
+    Under a node limit the work must stay bounded, and HiGHS's MIP cannot be bounded by
+    nodes: its root ignores ``simplex_iteration_limit`` (on ``heldout-200-s0``, 1,600
+    entries, it spent 60 s and 41,553 iterations at the root with a limit of 3,000). On
+    smaller auctions it is the fastest exact solver measured (held-out family, x* alone:
+    0.01-0.06 s up to 100 bidders / 800 entries, where branch and bound takes 0.4-13 s at
+    50 bidders and more than 2 minutes at 100; docs/benchmarks.md), and its answer is
+    deterministic (it stops at ``mip_max_nodes``, not on a clock). Beyond that size branch
+    and bound goes on with the budget left instead, or the answer is the bounded one."""
+    if budget is None or budget.nodes_left is None:
+        return True
+    return sum(len(g) for g in groups) <= MIP_COLUMNS
+
+
+class _Notes:
+    """What an auction's solves learnt that an answer within budget can use: packings
+    found, GPU prices (``bounded.dual_bound``) and other certified bounds on x*."""
+
+    def __init__(self) -> None:
+        self.found: list[Solution | None] = []
+        self.prices: Sequence[float] | None = None
+        self.bounds: list[float] = []
+
+
+def _best_found(notes: _Notes) -> Solution | None:
+    found = [s for s in notes.found if s is not None]
+    return max(found, key=lambda s: s.objective) if found else None
 
 
 def _lp_first(groups: list[list[Candidate]]) -> bool:
@@ -172,7 +306,12 @@ def _lp_first(groups: list[list[Candidate]]) -> bool:
 
 
 def _solve_all_lp(
-    groups: list[list[Candidate]], local_resolves: bool = True, local_min_bidders: int | None = None
+    groups: list[list[Candidate]],
+    local_resolves: bool = True,
+    local_min_bidders: int | None = None,
+    budget: Budget | None = None,
+    star: Budget | None = None,
+    notes: _Notes | None = None,
 ) -> tuple[Solution, dict[int, Solution]] | None:
     """``solve_all`` through the certified warm LP (``lp_path``); None when the optimum
     itself comes without a proof (the caller then takes its exact paths). A re-solve
@@ -180,18 +319,28 @@ def _solve_all_lp(
     re-solve keeps its incumbent (the optimum minus the winner) unless the LP finds
     something better by more than TOLERANCE. Auctions of ``LOCAL_MIN_BIDDERS`` or more
     bidders (``local_min_bidders``, if given) try each re-solve locally first
-    (``local_resolves=False``: never; the tests' reference)."""
-    import numpy as np  # here, not at import: see _milp
+    (``local_resolves=False``: never; the tests' reference).
+
+    Within ``budget`` (x* within ``star``, a part of it), a re-solve that runs out keeps
+    its incumbent and is bounded by x*'s proof without the winner; an x* without a proof
+    leaves its GPU prices and an LP-guided packing in ``notes``."""
 
     from themis.auction.lp_path import LocalResolver, WarmLp
 
-    if not WarmLp.available():  # pragma: no cover - depends on the installed scipy
+    if not WarmLp.available():  # pragma: no cover - depends on the installed highspy
         return None
+    if budget is None:
+        budget = Budget.unlimited()
+    limited = budget.active
     lp = WarmLp(groups, TOLERANCE)
-    chosen = lp.solve()
+    chosen = lp.solve(budget=star if limited else None)
     if chosen is None:
+        if notes is not None and lp.solved:
+            notes.prices = lp.prices.tolist()
+            notes.found.append(lp.rounded())
         return None
     proof = lp.proof  # of the optimum, before any re-solve replaces it
+    assert proof is not None
     reduced = lp.reduced_profits()  # at the optimum's prices
     small: WarmLp | None = None  # built when a re-solve first needs it
     least = LOCAL_MIN_BIDDERS if local_min_bidders is None else local_min_bidders
@@ -199,7 +348,9 @@ def _solve_all_lp(
     best = Solution(sum(c.gain for c in chosen), {c.bidder: c for c in chosen})
     position = {g[0].bidder: k for k, g in enumerate(groups)}
     without: dict[int, Solution] = {}
-    for bidder, cand in best.chosen.items():
+    winners = list(best.chosen.items())
+    reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
+    for k, (bidder, cand) in enumerate(winners):
         if len(groups) == 1:
             without[bidder] = Solution(0.0, {})
             continue
@@ -208,38 +359,76 @@ def _solve_all_lp(
         if lp.proves_no_gain_without(position[bidder], incumbent):
             without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
             continue
-        if local is not None:
-            answer = local.solve_without(position[bidder])
-            if answer is not None:
-                value, changes = answer
-                if value > incumbent + TOLERANCE:
-                    found = dict(best.chosen)
-                    for k, entry in changes:
-                        if entry < 0:
-                            del found[groups[k][0].bidder]
-                        else:
-                            found[groups[k][0].bidder] = lp.flat[entry]
-                    without[bidder] = Solution(value, found)
-                else:
-                    without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
-                continue
-        if small is None:
-            # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
-            # optimum's prices (large bundles on contested GPUs drop out: most of the LP's
-            # size); an answer they cannot prove is asked of the full model.
-            small = lp.restricted(np.flatnonzero(reduced >= -KEEP_REDUCED))
-        found_list = small.solve(position[bidder])
-        if found_list is None:
-            found_list = lp.solve(position[bidder])
-        if found_list is None:
-            without[bidder] = _milp([g for g in groups if g[0].bidder != bidder])
-            continue
-        value = sum(c.gain for c in found_list)
-        if value > incumbent + TOLERANCE:
-            without[bidder] = Solution(value, {c.bidder: c for c in found_list})
-        else:
-            without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
+        part = budget.share(1.0 / (len(winners) - k)) if limited else None
+        small, result = _resolve_lp(
+            groups, lp, local, position[bidder], bidder, incumbent, best, part, reduced, small
+        )
+        if result is None:
+            # Out of budget: the incumbent (extended greedily), bounded by x*'s proof
+            # without the winner (the same prices bound that problem).
+            others = [g for g in groups if g[0].bidder != bidder]
+            start = Solution(incumbent, _without(best.chosen, bidder))
+            bound = proof[0] - float(proof[1][position[bidder]]) + ROUNDING
+            if reaches is None:
+                reaches = reach(groups)
+            result = limited_answer(others, [start], None, [bound], start, cand.mask, reaches)
+        without[bidder] = result
     return best, without
+
+
+def _resolve_lp(
+    groups: list[list[Candidate]],
+    lp: WarmLp,
+    local: LocalResolver | None,
+    at: int,
+    bidder: int,
+    incumbent: float,
+    best: Solution,
+    part: Budget | None,
+    reduced: Any,
+    small: WarmLp | None,
+) -> tuple[WarmLp | None, Solution | None]:
+    """One winner's re-solve on the LP path (``_solve_all_lp``): the restricted model (as
+    built so far, kept for the next re-solves) and the answer, None when ``part`` ran out
+    first."""
+    import numpy as np
+
+    if part is not None and part.expired():
+        return small, None
+    if local is not None:
+        answer = local.solve_without(at, budget=part)
+        if answer is not None:
+            value, changes = answer
+            if value > incumbent + TOLERANCE:
+                found = dict(best.chosen)
+                for k, entry in changes:
+                    if entry < 0:
+                        del found[groups[k][0].bidder]
+                    else:
+                        found[groups[k][0].bidder] = lp.flat[entry]
+                return small, Solution(value, found)
+            return small, Solution(incumbent, _without(best.chosen, bidder))
+        if part is not None and part.expired():
+            return small, None
+    if small is None:
+        # Re-solves run on the entries priced within KEEP_REDUCED of their GPUs at the
+        # optimum's prices (large bundles on contested GPUs drop out: most of the LP's
+        # size); an answer they cannot prove is asked of the full model.
+        small = lp.restricted(np.flatnonzero(reduced >= -KEEP_REDUCED))
+    found_list = small.solve(at, budget=part)
+    if found_list is None and not (part is not None and part.expired()):
+        found_list = lp.solve(at, budget=part)
+    if found_list is None:
+        if part is not None and (part.expired() or not _mip_allowed(part, groups)):
+            return small, None
+        others = [g for g in groups if g[0].bidder != bidder]
+        start = Solution(incumbent, _without(best.chosen, bidder))
+        exact = _milp(others, part, start)
+        return small, (None if exact.bound is not None else exact)
+    value = sum(c.gain for c in found_list)
+    if value > incumbent + TOLERANCE:
+        return small, Solution(value, {c.bidder: c for c in found_list})
+    return small, Solution(incumbent, _without(best.chosen, bidder))
 
 
 def _without(chosen: dict[int, Candidate], bidder: int) -> dict[int, Candidate]:
@@ -402,6 +591,7 @@ class _Search:
     table: list[list[float]]  # per position: best gain of the bidders from it on, by GPUs
     merged: list[list[_Option]]  # per position: entries of the rest of its clique
     nodes: int = 0  # nodes the last run visited
+    found: Solution | None = None  # the best solution of the last run that stopped early
 
     def __init__(self, plan: _Plan, full: _Search | None = None, skip: int | None = None):
         capacity = plan.capacity
@@ -444,6 +634,7 @@ class _Search:
         incumbent: Solution | None,
         pricing: Callable[[], Prices | None] | None = None,
         eager: bool = False,
+        budget: Budget | None = None,
     ) -> Solution | None:
         """The best solution better than ``incumbent``, or None after ``node_limit`` nodes.
 
@@ -453,21 +644,36 @@ class _Search:
         order is unchanged, so the search meets the same improvements in the same order:
         the same answer, bit for bit, from a subset of the nodes (so never a fallback to
         HiGHS where the plain search would have finished).
+
+        ``budget``: the auction's work left (``themis.auction.budget``); the search also
+        stops when it runs out (``budget.expired()`` then tells so), keeping the best
+        solution it found in ``found``.
         """
         if pricing is not None and not eager and node_limit > PRICE_AFTER:
-            result = self._run(PRICE_AFTER, incumbent, None)
-            if result is not None:
+            result = self._run(PRICE_AFTER, incumbent, None, budget)
+            if result is not None or (budget is not None and budget.expired()):
                 return result
             eager = True
         if pricing is None or not eager:
-            return self._run(node_limit, incumbent, None)
+            return self._run(node_limit, incumbent, None, budget)
         prices = pricing()
         return self._run(
-            node_limit, incumbent, None if prices is None else DualBound(self.seq, prices)
+            node_limit, incumbent, None if prices is None else DualBound(self.seq, prices), budget
         )
 
+    def root_bound(self) -> float:
+        """A bound on everything this search's bidders can gain (the capacity table's and
+        the one-entry-per-clique bound at the root), plus TOLERANCE for rounding."""
+        reach = math.fsum(max((t[0] for t in entries), default=0.0) for entries in self.groups[0])
+        table = self.table[0][self.capacity] if self.seq else 0.0
+        return min(reach, table) + TOLERANCE if self.seq else 0.0
+
     def _run(
-        self, node_limit: int, incumbent: Solution | None, duals: DualBound | None
+        self,
+        node_limit: int,
+        incumbent: Solution | None,
+        duals: DualBound | None,
+        budget: Budget | None = None,
     ) -> Solution | None:
         seq, end, table, groups = self.seq, self.end, self.table, self.groups
         n, capacity = len(seq), self.capacity
@@ -478,6 +684,12 @@ class _Search:
             best_pick = list(incumbent.chosen.values())
         pick: list[Candidate] = []
         nodes = 0
+        # Stop after ``stop`` nodes (the search's own limit or the budget's, the smaller);
+        # with a deadline, look at the clock at each ``checkpoint`` on the way.
+        stop = node_limit if budget is None else budget.allowance(node_limit)
+        assert stop is not None
+        timed = budget is not None and budget.deadline is not None
+        checkpoint = min(stop, CLOCK_EVERY) if timed else stop
         memo: dict[int, float] = _Memo()
         width = n + 1
         priced = duals is not None
@@ -485,7 +697,7 @@ class _Search:
         price = duals.price if duals is not None else {}
 
         def dfs(i: int, used: int, value: float, yfree: float) -> bool:
-            nonlocal best_value, best_pick, nodes
+            nonlocal best_value, best_pick, nodes, checkpoint
             if value > best_value + TOLERANCE:
                 best_value = value
                 best_pick = list(pick)
@@ -497,8 +709,10 @@ class _Search:
                 return True
             while i < n:  # each pass is one node; moving on to i + 1 is "i wins nothing"
                 nodes += 1
-                if nodes > node_limit:
-                    return False
+                if nodes > checkpoint:
+                    if checkpoint >= stop or budget is None or budget.expired():
+                        return False
+                    checkpoint = min(stop, nodes + CLOCK_EVERY)
                 free = capacity - used.bit_count()
                 need = best_value + TOLERANCE - value
                 if table[i][free] <= need:
@@ -559,51 +773,24 @@ class _Search:
 
         ok = dfs(0, 0, 0.0, duals.total if duals is not None else 0.0)
         self.nodes = nodes
+        if budget is not None:
+            budget.spend(nodes)
         if not ok:
+            self.found = Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
             return None
         return Solution(max(best_value, 0.0), {c.bidder: c for c in best_pick})
 
 
-def _milp(groups: list[list[Candidate]]) -> Solution:
-    import numpy as np  # here, not at import: the CLI starts without numpy and scipy
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
+def _milp(
+    groups: list[list[Candidate]],
+    budget: Budget | None = None,
+    incumbent: Solution | None = None,
+) -> Solution:
+    """HiGHS's integer program (``mip.solve_mip``): the optimum, or within ``budget`` the
+    best packing it found, unproven (``bound=inf``)."""
+    from themis.auction.mip import solve_mip  # here, not at import: see lp_path
 
-    flat = [c for g in groups for c in g]
-    gains = np.array([c.gain for c in flat])
-    rows: list[int] = []  # one-entry-per-bidder rows, then one row per GPU
-    cols: list[int] = []
-    index = 0
-    for r, g in enumerate(groups):
-        for _ in g:
-            rows.append(r)
-            cols.append(index)
-            index += 1
-    row = len(groups)
-    gpu_rows: dict[int, int] = {}
-    for col, c in enumerate(flat):
-        mask = c.mask
-        while mask:
-            low = mask & -mask
-            bit = low.bit_length() - 1
-            mask ^= low
-            if bit not in gpu_rows:
-                gpu_rows[bit] = row
-                row += 1
-            rows.append(gpu_rows[bit])
-            cols.append(col)
-    matrix = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(row, len(flat))).tocsr()
-    result = milp(
-        c=-gains * _HIGHS_COST_SCALE,
-        integrality=np.ones(len(flat)),
-        bounds=Bounds(0, 1),
-        constraints=LinearConstraint(matrix, -np.inf, 1),
-        options={"mip_rel_gap": 0.0},
-    )
-    if not result.success:  # pragma: no cover - HiGHS always solves a bounded 0/1 program
-        raise RuntimeError(f"HiGHS failed on the proportional-fair program: {result.message}")
-    chosen = {flat[k].bidder: flat[k] for k in np.flatnonzero(result.x > 0.5)}
-    return Solution(sum(c.gain for c in chosen.values()), chosen)
+    return solve_mip(groups, budget, incumbent)
 
 
 def gain(rho_none: float, rho: float) -> float:

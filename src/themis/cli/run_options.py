@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.cli import defaults
 from themis.errors import ThemisError
 from themis.experiments.workloads import (
@@ -77,6 +78,10 @@ class RunConfig:
     tiresias_promote_knob: float | None = None
     #: Gandiva: its time slice in seconds.
     gandiva_slice_s: float = defaults.GANDIVA_SLICE_S
+    #: Themis: search nodes one auction may take (None: no limit; docs/auction.md).
+    auction_node_limit: int | None = DEFAULT_NODE_LIMIT
+    #: Themis: wall-clock seconds one auction may take (None: no deadline).
+    auction_deadline_s: float | None = None
 
     def policy_options(self) -> PolicyOptions:
         return PolicyOptions(
@@ -90,6 +95,8 @@ class RunConfig:
             tiresias_thresholds=self.tiresias_queues,
             tiresias_promote_knob=self.tiresias_promote_knob,
             gandiva_slice=self.gandiva_slice_s,
+            auction_node_limit=self.auction_node_limit,
+            auction_deadline=self.auction_deadline_s,
         )
 
     def conditions(self) -> Conditions:
@@ -140,6 +147,8 @@ class RunConfig:
             out["tiresias_promote_knob"] = self.tiresias_promote_knob
         out["gandiva_slice_s"] = self.gandiva_slice_s
         out["gavel_resolve"] = self.gavel_resolve
+        out["auction_node_limit"] = self.auction_node_limit
+        out["auction_deadline_s"] = self.auction_deadline_s
         return out
 
 
@@ -252,6 +261,23 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Themis: rank apps by the rho of the work they have done (verified: "
             "observed progress only) or by the rho of their declared remaining work.",
+        ),
+        click.option(
+            "--auction-node-limit",
+            type=int,
+            default=DEFAULT_NODE_LIMIT,
+            show_default=True,
+            metavar="N",
+            help="Themis: search nodes one auction may take before it answers with its best "
+            "allocation and a bound on the gap (0: no limit; docs/auction.md).",
+        ),
+        click.option(
+            "--auction-deadline",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="Themis: wall-clock seconds one auction may take (not reproducible; the "
+            "runtime's bound)  [default: none]",
         ),
         click.option(
             "--seed",
@@ -430,6 +456,8 @@ def make_config(
     tiresias_queues: str | None = None,
     tiresias_promote_knob: float | None = None,
     gandiva_slice: float = defaults.GANDIVA_SLICE_S,
+    auction_node_limit: int | None = DEFAULT_NODE_LIMIT,
+    auction_deadline: float | None = None,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default."""
@@ -473,6 +501,18 @@ def make_config(
         "gandiva_slice_s": gandiva_slice,
         "gavel_resolve": gavel_resolve,
     }
+    if auction_node_limit is not None and auction_node_limit < 0:
+        raise ThemisError(
+            f"must be a number of nodes >= 0, got {auction_node_limit}",
+            field="--auction-node-limit",
+        )
+    if auction_deadline is not None and not (
+        math.isfinite(auction_deadline) and auction_deadline > 0
+    ):
+        raise ThemisError(
+            f"must be a number of seconds > 0, got {auction_deadline}", field="--auction-deadline"
+        )
+    node_limit = auction_node_limit or None  # 0: no limit
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     lies = parse_lies(misreport)
@@ -505,6 +545,8 @@ def make_config(
             restart_cost_s=restart_cost,
             misreport=lies,
             **baselines,
+            auction_node_limit=node_limit,
+            auction_deadline_s=auction_deadline,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
@@ -529,6 +571,8 @@ def make_config(
         restart_cost_s=restart_cost,
         misreport=lies,
         **baselines,
+        auction_node_limit=node_limit,
+        auction_deadline_s=auction_deadline,
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 
@@ -170,6 +171,10 @@ class PolicyOptions:
     #: Gandiva: the round-robin time slice in seconds (Gandiva switches about every 60 s;
     #: not the lease).
     gandiva_slice: float = 60.0
+    #: Themis: search nodes one auction may take, deterministic (None: no limit), and
+    #: wall-clock seconds (None: no deadline; the runtime sets one). docs/auction.md.
+    auction_node_limit: int | None = DEFAULT_NODE_LIMIT
+    auction_deadline: float | None = None
 
 
 class Policy(ABC):

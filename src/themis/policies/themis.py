@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from themis.arbiter.round import Arbiter
+from themis.auction.budget import Limits
 from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register
 
@@ -42,6 +43,7 @@ class ThemisPolicy(Policy):
                 self.options.max_menu,
                 self.options.reservation_bound,
                 self.options.lease_align,
+                Limits(self.options.auction_node_limit, self.options.auction_deadline),
                 self.options.ranking,
             )
         return self._arbiter
@@ -55,6 +57,10 @@ class ThemisPolicy(Policy):
             "reservations_fulfilled": float(book.fulfilled),
             "reservations_expired": float(book.expired),
             "reserved_idle_gpu_hours": book.idle_gpu_seconds / 3600.0,
+            "auctions": float(self._arbiter.auctions),
+            "auctions_limited": float(self._arbiter.auctions_limited),
+            "auction_gap_max": self._arbiter.auction_gap_max,
+            "auction_resolve_gap_max": self._arbiter.auction_resolve_gap_max,
         }
 
     @property

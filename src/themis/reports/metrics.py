@@ -79,6 +79,12 @@ class RunSummary:
     #: (``JOB_FIGURES``), smallest gang first.
     jobs_by_gang: dict[int, dict[str, float]] = field(default_factory=dict)
 
+    #: Themis: auctions that stopped on their node limit or deadline before proving their
+    #: allocation optimal, and the largest certified gap among them (log-utility units:
+    #: the optimum's product of utilities is at most exp(gap) times the one granted).
+    auctions_limited: int = 0
+    auction_gap_max: float = 0.0
+
 
 @dataclass(frozen=True)
 class JobRow:
@@ -321,4 +327,6 @@ def summarize(
         starts_per_job_mean=figures.get("starts_mean", 0.0),
         starts_per_job_max=int(figures.get("starts_max", 0)),
         jobs_by_gang={g: job_figures(by_gang[g]) for g in sorted(by_gang)},
+        auctions_limited=int(result.policy_report.get("auctions_limited", 0)),
+        auction_gap_max=result.policy_report.get("auction_gap_max", 0.0),
     )

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
 from themis.fairness.ftf import posthoc_rho
 from themis.model.cluster import Cluster
@@ -83,6 +84,8 @@ class ServiceOptions:
     inventory_every: float = 2.0
     status_every: float = 1.0
     seed: int = 0
+    #: Wall-clock seconds one auction may take (None: no deadline); no node limit here.
+    auction_deadline: float | None = DEFAULT_DEADLINE
 
     def __post_init__(self) -> None:
         # A grace as long as the lease lets a job that ignores its lease end hold its
@@ -94,7 +97,13 @@ class ServiceOptions:
             )
 
     def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(lease=self.lease, fairness_knob=self.fairness_knob, seed=self.seed)
+        return PolicyOptions(
+            lease=self.lease,
+            fairness_knob=self.fairness_knob,
+            seed=self.seed,
+            auction_node_limit=None,
+            auction_deadline=self.auction_deadline,
+        )
 
 
 class ArbiterService(
@@ -371,6 +380,7 @@ class ArbiterService(
                 self._record_lease(job, now, renewed=False)
                 self.metrics.granted.inc()
         self.metrics.round_seconds.observe(time.perf_counter() - started)
+        self.metrics.auction_figures(self.policy.report())
 
     def _hold_unstarted_leases(self, now: float) -> None:
         """A granted job's lease does not run down before the job really runs."""

@@ -16,6 +16,9 @@ One registry per arbiter (not the process-global one, so tests can run several):
 - ``themis_loop_faults_total{where}``: exceptions the scheduling loop caught and logged
   instead of dying (``command``: a request refused; ``admit``: an app failed at
   admission; ``tick``: the rest of a tick skipped, the next one runs);
+- ``themis_auctions_limited``: auctions that hit their deadline before proving their
+  allocation optimal; ``themis_auction_gap_max``: the largest certified gap among them
+  (log-utility units; docs/auction.md);
 - ``themis_ray_up``: 1 while the arbiter reaches Ray, 0 while Ray is unreachable (the
   arbiter goes on without GPUs); ``themis_ray_lost_total``: times Ray was lost.
 """
@@ -61,6 +64,19 @@ class ArbiterMetrics:
             ["where"],
             registry=r,
         )
+
+        self.auctions_limited = Gauge(
+            "themis_auctions_limited", "Auctions that hit their deadline", registry=r
+        )
+        self.auction_gap = Gauge(
+            "themis_auction_gap_max", "Largest certified gap of those auctions", registry=r
+        )
+
+    def auction_figures(self, report: dict[str, float]) -> None:
+        """The policy's auction figures (``Policy.report``; absent: nothing to set)."""
+        if "auctions_limited" in report:
+            self.auctions_limited.set(report["auctions_limited"])
+            self.auction_gap.set(report.get("auction_gap_max", 0.0))
 
     def forget_app(self, app_id: str) -> None:
         """An ended app's series go away (its last values are in the status table)."""

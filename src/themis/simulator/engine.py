@@ -126,6 +126,9 @@ class SimulationResult:
     #: search stopped at a rung, the rung (the job-level slowdown's isolated time,
     #: ``reports/metrics.py``). Absent: the workload's work.
     work_done: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: The policy's own figures (``Policy.report``: e.g. Themis's auctions that hit their
+    #: limits).
+    policy_report: dict[str, float] = field(default_factory=dict)
 
 
 class Simulator:
@@ -218,6 +221,7 @@ class Simulator:
             dict(self.n_avg_lifetime),
             held_idle=self.policy.held_idle(),
             work_done=self._work_done(),
+            policy_report=self.policy.report(),
         )
 
     def _work_done(self) -> dict[tuple[str, str], float]:

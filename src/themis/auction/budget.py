@@ -1,0 +1,109 @@
+"""How much work one auction may do before it answers with what it has.
+
+An exact proportional-fair auction has no bound on its running time (weighted set packing
+is NP-hard), and an arbiter whose round takes minutes stalls every lease in the cluster.
+So every auction runs under a ``Budget``:
+
+- ``nodes``: a deterministic work limit, in search nodes (one branch-and-bound node, one
+  HiGHS simplex iteration or one HiGHS MIP node each count as one). The simulator uses it:
+  the same inputs then give the same answer on any machine, at any load.
+- ``seconds``: a wall-clock deadline, for the runtime, where a round must end in time
+  whatever the machine does.
+
+Either or both may be set; ``None`` is no limit. The budget covers the whole auction: the
+proportional-fair allocation x* and every winner's re-solve x^-i. When it runs out the
+solver answers with the best allocation found so far and a certified upper bound on the
+optimum (``solver.Solution.bound``), never with nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+#: The simulator's default work limit per auction (search nodes). Far above what any
+#: auction of the bundled or generated workloads needs (their largest search visits a few
+#: hundred nodes), about a second of CPU on the hard held-out family (docs/auction.md).
+DEFAULT_NODE_LIMIT = 200_000
+
+#: The runtime's default wall-clock deadline per auction, in seconds.
+DEFAULT_DEADLINE = 1.0
+
+#: A deadline search looks at the clock once per this many nodes.
+CLOCK_EVERY = 256
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits of one auction: ``nodes`` (deterministic work) and ``seconds`` (wall
+    clock); None is no limit."""
+
+    nodes: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.nodes is not None and self.nodes < 1:
+            raise ValueError(f"an auction node limit must be >= 1, got {self.nodes}")
+        if self.seconds is not None and not self.seconds > 0:
+            raise ValueError(f"an auction deadline must be > 0 seconds, got {self.seconds}")
+
+
+class Budget:
+    """The work left to one auction (see the module docstring), shared by its solves.
+
+    A solve asks ``allowance()`` how many nodes it may take, reports what it took with
+    ``spend``, and checks ``expired()`` for the deadline. Whether a solve stopped on it
+    shows in its answer (``solver.Solution.bound``)."""
+
+    def __init__(self, limits: Limits, clock: object = time.monotonic) -> None:
+        self.limits = limits
+        self.clock = clock
+        self.nodes_left = limits.nodes
+        start: float = clock()  # type: ignore[operator]
+        self.deadline = None if limits.seconds is None else start + limits.seconds
+        self.parent: Budget | None = None
+
+    def share(self, fraction: float) -> Budget:
+        """A part of what is left (``fraction`` of the nodes and of the time), for one
+        solve: what it spends is spent here too. So the re-solves of an auction whose x*
+        took long still get their turn, and one hard solve cannot starve the others."""
+        part = Budget(Limits(), self.clock)
+        if self.nodes_left is not None:
+            part.nodes_left = max(1, int(self.nodes_left * fraction))
+        left = self.seconds_left()
+        if left is not None:
+            part.deadline = self.clock() + max(0.0, left) * fraction  # type: ignore[operator]
+        part.parent = self
+        return part
+
+    @staticmethod
+    def unlimited() -> Budget:
+        return Budget(Limits())
+
+    @property
+    def active(self) -> bool:
+        return self.nodes_left is not None or self.deadline is not None
+
+    def allowance(self, cap: int | None = None) -> int | None:
+        """Nodes a solve may take now: what is left, at most ``cap`` (None: no limit)."""
+        if self.nodes_left is None:
+            return cap
+        return self.nodes_left if cap is None else min(cap, self.nodes_left)
+
+    def spend(self, nodes: int) -> None:
+        if self.nodes_left is not None:
+            self.nodes_left = max(0, self.nodes_left - nodes)
+        if self.parent is not None:
+            self.parent.spend(nodes)
+
+    def seconds_left(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - self.clock()  # type: ignore[operator]
+
+    def expired(self) -> bool:
+        """Whether nothing is left (no nodes, or past the deadline)."""
+        if self.nodes_left is not None and self.nodes_left <= 0:
+            return True
+        left = self.seconds_left()
+        return left is not None and left <= 0.0

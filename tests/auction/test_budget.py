@@ -1,0 +1,109 @@
+"""Auctions within a budget (``themis.auction.budget``): whatever the limit, the answer is
+a feasible packing and its claimed bound is never below the true optimum (so the gap it
+reports is never smaller than the true one), checked against brute force."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from themis.auction import solver
+from themis.auction.budget import Budget, Limits
+from themis.auction.partial_allocation import build_candidates, partial_allocation
+from themis.auction.solver import Solution, solve_all
+
+from .oracle import brute_force, random_auction
+
+
+def _check(candidates: list, sol: Solution, want: float, exclude: int | None = None) -> None:
+    """Feasible (entries of the candidates, one per bidder, disjoint), its objective the
+    sum of its gains, never above the optimum, and proven or bounded from above."""
+    used = 0
+    known = {(c.bidder, c.entry): c for g in candidates for c in g}
+    for bidder, c in sol.chosen.items():
+        assert c.bidder == bidder != exclude
+        assert known[(c.bidder, c.entry)] == c
+        assert not c.mask & used
+        used |= c.mask
+    assert sol.objective == pytest.approx(sum(c.gain for c in sol.chosen.values()), abs=1e-9)
+    assert sol.objective <= want + 1e-9
+    if sol.bound is None:
+        assert sol.objective == pytest.approx(want, abs=1e-9, rel=0)
+    else:
+        assert sol.bound >= want  # the claimed gap is at least the true one
+        assert sol.gap >= want - sol.objective
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    nodes=st.integers(1, 60),
+    lp=st.booleans(),
+)
+def test_limited_answers_are_feasible_and_bounds_hold(seed: int, nodes: int, lp: bool) -> None:
+    bids, free = random_auction(random.Random(seed), bidders=(2, 6), gpus=(3, 9))
+    candidates = build_candidates(bids, free)
+    saved = solver.LP_FIRST_WORK
+    solver.LP_FIRST_WORK = 0 if lp else saved  # lp: take the LP path first
+    try:
+        best, without = solve_all(candidates, budget=Budget(Limits(nodes=nodes)))
+    finally:
+        solver.LP_FIRST_WORK = saved
+    _check(candidates, best, brute_force(bids).objective)
+    for b, sol in without.items():
+        assert b in best.chosen
+        _check(candidates, sol, brute_force(bids, exclude=bids[b].app_id).objective, b)
+        # x^-i is never worth less than x* minus i: c_i <= 1 without clamping
+        assert sol.objective >= best.objective - best.chosen[b].gain - 1e-12
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), nodes=st.integers(1, 40))
+def test_limited_payments_stay_in_zero_one(seed: int, nodes: int) -> None:
+    bids, free = random_auction(random.Random(seed), bidders=(2, 6), gpus=(3, 9))
+    outcome = partial_allocation(bids, free, random.Random(0), limits=Limits(nodes=nodes))
+    granted: set = set()
+    for o in outcome.apps.values():
+        assert 0.0 < o.c <= 1.0
+        assert set(o.granted) <= set(o.choice)
+        assert not granted & set(o.granted)
+        granted |= set(o.granted)
+    assert outcome.gap >= 0.0 and outcome.resolve_gap >= 0.0
+    if not outcome.limited:
+        assert outcome.gap == 0.0
+
+
+def test_a_tiny_limit_is_reported_and_a_large_one_changes_nothing() -> None:
+    """One node cannot prove a contested auction: the answer says so; the default limit
+    gives what the unlimited solver gives, bit for bit."""
+    limited_seen = 0
+    for seed in range(40):
+        bids, free = random_auction(random.Random(seed), bidders=(4, 6), gpus=(6, 9))
+        candidates = build_candidates(bids, free)
+        free_best, free_without = solve_all(candidates)
+        best, without = solve_all(candidates, budget=Budget(Limits(nodes=200_000)))
+        assert (best, without) == (free_best, free_without)
+        tiny, _ = solve_all(candidates, budget=Budget(Limits(nodes=1)))
+        limited_seen += tiny.bound is not None
+    assert limited_seen > 0
+
+
+def test_a_deadline_in_the_past_still_answers() -> None:
+    bids, free = random_auction(random.Random(3), bidders=(5, 6), gpus=(8, 9))
+    candidates = build_candidates(bids, free)
+    ticks = iter([0.0] + [10.0] * 10_000)  # the deadline has passed at the first look
+    budget = Budget(Limits(seconds=1.0), clock=lambda: next(ticks))
+    best, without = solve_all(candidates, budget=budget)
+    _check(candidates, best, brute_force(bids).objective)
+    assert best.bound is not None and math.isfinite(best.bound)
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError):
+        Limits(nodes=0)
+    with pytest.raises(ValueError):
+        Limits(seconds=0.0)
