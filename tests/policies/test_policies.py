@@ -257,7 +257,7 @@ def check_round(schedule, apps: list[AppState]) -> dict[str, tuple[int, ...]]:
 
 def test_round_rhos_and_only_worst_offered_with_f_near_one(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.99, 30.0, random.Random(1))
+    arbiter = Arbiter(c, 0.99, 30.0, random.Random(1), ranking="declared")
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -277,9 +277,21 @@ def test_round_rhos_and_only_worst_offered_with_f_near_one(three_apps) -> None:
     assert rec.leftover_grants == {}
 
 
+def test_verified_ranking_reads_progress_not_declared_remaining_work(three_apps) -> None:
+    """Ranked by the rho of the work done, A, B and C tie: each made 100 iterations on one
+    GPU in 100 s (fair time 100 s alone, times N = 2: rho 0.5), whatever each declares is
+    left; the tie goes to arrival, then id: A is offered, not C (the worst by declared rho)."""
+    c, apps = three_apps
+    arbiter = Arbiter(c, 0.99, 30.0, random.Random(1), ranking="verified")
+    arbiter.run_round(view(c, apps, 100.0))
+    rec = arbiter.last_round
+    assert rec is not None and rec.offered == ["A"]
+    assert rec.rhos["C"] == pytest.approx(0.8, rel=1e-12)  # bids still value declared work
+
+
 def test_round_f_half_offers_the_two_worst(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.0))  # rounding always up
+    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.0), ranking="declared")  # rounding up
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -299,7 +311,7 @@ def test_round_hidden_payment_goes_to_the_worst_off_app_that_did_not_pay_it(thre
     # Same round, rounding always down: B's 0.6875 of one GPU is nothing; GPU 3 is
     # leftover. B paid it as its hidden payment, so B comes last; of the others the worst
     # off (C, rho 0.8, ahead of A's 0.545) gets it, whether it was offered or not.
-    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.999))
+    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.999), ranking="declared")
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -313,7 +325,7 @@ def test_round_hidden_payment_goes_to_the_worst_off_app_that_did_not_pay_it(thre
 
 def test_round_with_everyone_offered_leftover_goes_worst_first(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.0, 30.0, FixedRandom(0.999))
+    arbiter = Arbiter(c, 0.0, 30.0, FixedRandom(0.999), ranking="declared")
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
