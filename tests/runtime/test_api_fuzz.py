@@ -7,7 +7,7 @@ and the scheduling loop must keep ticking.
 The fuzz draws requests with hypothesis (no new dependency): a route, a path that may
 name an app or not, query values of every type and size, bodies that follow the schema
 with hostile values or break it, and every kind of token. ``THEMIS_FUZZ_EXAMPLES`` sets
-how many (default 600 here, a few seconds; 5,000 measured for docs/runtime.md).
+how many (default 600 here, a few seconds; CI runs 5,000, .ci/run).
 """
 
 from __future__ import annotations
