@@ -60,7 +60,8 @@ def test_auction_json_is_its_usual_output(cli) -> None:
     plain = cli("auction", ROOT / "examples" / "auction_2x2.json")
     flagged = cli("auction", ROOT / "examples" / "auction_2x2.json", "--json")
     assert flagged.code == plain.code == 0
-    assert flagged.out == plain.out and set(json.loads(plain.out)) == {"apps", "leftover"}
+    assert flagged.out == plain.out
+    assert set(json.loads(plain.out)) == {"apps", "leftover", "limited", "gap"}
 
 
 def test_trace_inspect_json(cli, tiny_trace) -> None:
