@@ -24,7 +24,7 @@ from themis.experiments.workloads import (
     parse_model_share,
 )
 from themis.model.cluster import Cluster
-from themis.model.lies import Lie, apply_lies, parse_lies
+from themis.model.lies import Lie, apply_lies, declarations, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.policies.base import RANKINGS
@@ -101,14 +101,8 @@ class RunConfig:
 
     def conditions(self) -> Conditions:
         """What the simulator does to every policy: estimate error and restart cost."""
-        return Conditions(
-            self.estimate_error,
-            self.restart_cost_s,
-            tuple((lie.app_id, float(lie.value)) for lie in self.misreport if lie.kind == "work"),
-            tuple(
-                (lie.app_id, str(lie.value)) for lie in self.misreport if lie.kind == "placement"
-            ),
-        )
+        work, claims = declarations(self.misreport)
+        return Conditions(self.estimate_error, self.restart_cost_s, work, claims)
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and

@@ -26,10 +26,11 @@ from themis.errors import ThemisError
 from themis.experiments.runner import RunRequest
 from themis.model.lies import (
     PAIR,
-    PART_MARK,
     Lie,
     apply_lies,
     check_lie,
+    declarations,
+    liar_of,
     parse_lie_value,
 )
 from themis.model.workload import Workload
@@ -85,11 +86,8 @@ def lie_request(base: RunRequest, case: LieCase, max_gang: int, label: str) -> R
     (gang, split), the declarations handed to the simulator (work, placement)."""
     lies = case.lies()
     submitted = apply_lies(base.workload, lies, max_gang).workload
-    conditions = replace(
-        base.conditions,
-        misreport=tuple((x.app_id, float(x.value)) for x in lies if x.kind == "work"),
-        claims=tuple((x.app_id, str(x.value)) for x in lies if x.kind == "placement"),
-    )
+    work, claims = declarations(lies)
+    conditions = replace(base.conditions, misreport=work, claims=claims)
     return replace(base, label=label, workload=submitted, conditions=conditions, out_dir=None)
 
 
@@ -101,8 +99,8 @@ def completions(record: RunRecord, split: Sequence[str] = ()) -> dict[str, float
     arrival: dict[str, float] = {}
     liars = set(split)
     for row in record.rows:
-        whole, mark, _ = row.app_id.rpartition(PART_MARK)
-        if mark and whole in liars:
+        whole = liar_of(row.app_id, liars)
+        if whole is not None and whole != row.app_id:
             last[whole] = max(last.get(whole, row.finish_s), row.finish_s)
             arrival[whole] = min(arrival.get(whole, row.arrival_s), row.arrival_s)
         else:

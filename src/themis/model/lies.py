@@ -28,7 +28,7 @@ A *coalition* is several lies at once (``--misreport`` repeated). ``work`` and
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -182,6 +182,7 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
         by_app.setdefault(lie.app_id, []).append(lie)
     apps: list[AppSpec] = []
     parts: dict[str, tuple[str, ...]] = {}
+    curves = dict(workload.curves)
     for app in workload.apps:
         told = {lie.kind: lie.value for lie in by_app.get(app.app_id, ())}
         if "gang" in told:
@@ -189,6 +190,12 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
         if "ask" in told:
             app = resize_gangs(app, float(told["ask"]), max_gang, same_duration=True)
         pieces = split_app(app, int(told["split"])) if "split" in told else [app]
+        if len(pieces) > 1:  # each part's search keeps its trials' loss curves
+            for piece in pieces:
+                for job in piece.jobs:
+                    curve = workload.curves.get((app.app_id, job.job_id))
+                    if curve is not None:
+                        curves[(piece.app_id, job.job_id)] = curve
         apps.extend(pieces)
         if app.app_id in by_app:
             parts[app.app_id] = tuple(p.app_id for p in pieces)
@@ -196,18 +203,19 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
         a is b for a, b in zip(apps, workload.apps, strict=True)
     )
     rewritten = workload if unchanged else replace(workload, apps=tuple(apps))
-    curves = dict(workload.curves)
-    for liar, ids in parts.items():
-        if ids == (liar,):
-            continue
-        for app in apps:
-            if app.app_id in ids:
-                for job in app.jobs:
-                    if (liar, job.job_id) in workload.curves:
-                        curves[(app.app_id, job.job_id)] = workload.curves[(liar, job.job_id)]
-    if curves != dict(workload.curves):
+    if len(curves) != len(workload.curves):
         rewritten = replace(rewritten, curves=curves)
     return Submitted(rewritten, parts)
+
+
+def declarations(
+    lies: Sequence[Lie],
+) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]:
+    """The lies the simulator is told rather than shown (``Conditions.misreport`` and
+    ``Conditions.claims``): (app, work factor) and (app, placement claim)."""
+    work = tuple((x.app_id, float(x.value)) for x in lies if x.kind == "work")
+    claims = tuple((x.app_id, str(x.value)) for x in lies if x.kind == "placement")
+    return work, claims
 
 
 def resize_gangs(
@@ -245,14 +253,13 @@ def split_app(app: AppSpec, parts: int) -> list[AppSpec]:
     ]
 
 
-def liar_of(app_id: str, liars: Iterable[str]) -> str | None:
+def liar_of(app_id: str, liars: Container[str]) -> str | None:
     """Which of ``liars`` submitted app ``app_id``: itself, or the app it is a part of
     after a split (``app~2``)."""
-    names = set(liars)
-    if app_id in names:
+    if app_id in liars:
         return app_id
     whole, mark, _ = app_id.rpartition(PART_MARK)
-    return whole if mark and whole in names else None
+    return whole if mark and whole in liars else None
 
 
 def by_submitted_app(told: Sequence[tuple[str, T]], submitted: Iterable[str]) -> dict[str, T]:
