@@ -8,13 +8,13 @@ import pytest
 
 from themis.fairness.ftf import (
     RHO_MAX,
-    ActiveApps,
     GangWork,
     estimate_time,
     posthoc_rho,
     rho,
     t_cluster,
 )
+from themis.fairness.shares import FairShares
 from themis.model.cluster import Cluster, SetShape
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState
@@ -122,28 +122,26 @@ def test_lone_app_rho_at_arrival_is_one(spec: str) -> None:
     assert rho(123.0, 123.0, on_whole, t_cl, 1.0) == 1.0
 
 
-def test_active_apps_n_avg_is_time_weighted() -> None:
-    acts = ActiveApps()
-    acts.change(0.0, +1)  # a arrives
-    at_a = acts.integral(0.0)
+def test_n_avg_is_time_weighted() -> None:
+    acts = FairShares()  # every app its own owner: N_avg, the active apps over time
+    acts.arrive(0.0, "a", "a")
     # a over [0, 10] read at t=10: alone.
-    assert acts.n_avg(0.0, at_a, 10.0) == pytest.approx(1.0, rel=1e-12)
-    acts.change(10.0, +1)  # b arrives
-    at_b = acts.integral(10.0)
+    assert acts.n_eff("a", 10.0) == pytest.approx(1.0, rel=1e-12)
+    acts.arrive(10.0, "b", "b")
     # At b's arrival instant: the current count (b included).
-    assert acts.n_avg(10.0, at_b, 10.0) == 2.0
-    acts.change(15.0, +1)  # c arrives
-    acts.change(20.0, -1)  # c leaves
-    acts.change(30.0, -1)  # b leaves
+    assert acts.n_eff("b", 10.0) == 2.0
+    acts.arrive(15.0, "c", "c")
+    acts.leave(20.0, "c")
     # b over [10, 30], read when it leaves: (10 + 15 + 20) / 20 = 2.25.
-    assert acts.n_avg(10.0, at_b, 30.0) == pytest.approx(2.25, rel=1e-12)
+    assert acts.n_eff("b", 30.0) == pytest.approx(2.25, rel=1e-12)
+    acts.leave(30.0, "b")
     # Count: 1 on [0,10), 2 on [10,15), 3 on [15,20), 2 on [20,30), 1 on [30,40].
-    assert acts.integral(40.0) == pytest.approx(10 + 10 + 15 + 20 + 10, rel=1e-12)
+    assert acts.owners_area(40.0) == pytest.approx(10 + 10 + 15 + 20 + 10, rel=1e-12)
     # a over [0, 40]: 65 / 40.
-    assert acts.n_avg(0.0, at_a, 40.0) == pytest.approx(65 / 40, rel=1e-12)
-    acts.change(40.0, -1)
-    with pytest.raises(AssertionError):
-        acts.change(41.0, -1)
+    assert acts.n_eff("a", 40.0) == pytest.approx(65 / 40, rel=1e-12)
+    acts.leave(40.0, "a")
+    with pytest.raises(KeyError):  # more apps left than arrived
+        acts.leave(41.0, "a")
 
 
 def test_verified_rho_is_elapsed_over_the_fair_time_of_the_work_done() -> None:

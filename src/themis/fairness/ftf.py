@@ -235,29 +235,3 @@ def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float)
     if t_cluster_s <= 0:
         return 1.0
     return (finish - arrival) / (t_cluster_s * n_avg)
-
-
-class ActiveApps:
-    """The number of active apps as a step function of time, with its running integral,
-    so that any app's time-averaged N since its arrival is O(1) to read."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._integral = 0.0
-        self._since = 0.0
-
-    def integral(self, t: float) -> float:
-        return self._integral + self.count * (t - self._since)
-
-    def change(self, t: float, delta: int) -> None:
-        self._integral = self.integral(t)
-        self._since = t
-        self.count += delta
-        if self.count < 0:
-            raise AssertionError("more apps left than arrived")
-
-    def n_avg(self, arrival: float, integral_at_arrival: float, t: float) -> float:
-        """Time-averaged active apps over [arrival, t], the app itself included."""
-        if t <= arrival:
-            return float(max(self.count, 1))
-        return (self.integral(t) - integral_at_arrival) / (t - arrival)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from themis.fairness.ftf import ActiveApps, t_cluster
+from themis.fairness.ftf import t_cluster
+from themis.fairness.shares import FairShares
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.runtime.appfile import AppFile
@@ -59,8 +60,8 @@ class AppBook:
     def __init__(self) -> None:
         self.apps: dict[str, LiveApp] = {}
         self.active: list[AppState] = []
-        self.activity = ActiveApps()
-        self.integral_at_arrival: dict[str, float] = {}
+        #: Who shares the cluster over time (each app is its own owner here): ``N_avg``.
+        self.shares = FairShares()
 
     @classmethod
     def rebuild(cls, store: Store, now: float) -> AppBook:
@@ -75,9 +76,10 @@ class AppBook:
             if row.finish is not None:
                 changes.append((row.finish, -1, row.app_id))
         for t, delta, app_id in sorted(changes, key=lambda c: (c[0], -c[1])):
-            book.activity.change(t, delta)
             if delta > 0:
-                book.integral_at_arrival[app_id] = book.activity.integral(t)
+                book.shares.arrive(t, app_id, app_id)
+            else:
+                book.shares.leave(t, app_id)
         for row in store.apps(("running",)):
             assert row.arrival is not None and row.t_cluster is not None
             state = AppState(app_spec(row.spec, row.arrival), app_profile(row.spec), row.t_cluster)
@@ -106,8 +108,7 @@ class AppBook:
         for job in state.jobs:
             job.updated_at = now
         state.t_cluster = t_cluster(state.profile, state.remaining_by_gang(now), cluster.shape)
-        self.activity.change(now, +1)
-        self.integral_at_arrival[row.app_id] = self.activity.integral(now)
+        self.shares.arrive(now, row.app_id, row.app_id)
         live = LiveApp(
             row.spec, row.token_hash, state, dict(trial_states), dict.fromkeys(trial_states, 0)
         )
@@ -116,13 +117,13 @@ class AppBook:
         return live
 
     def n_avg(self, app: AppState, now: float) -> float:
-        return self.activity.n_avg(app.arrival, self.integral_at_arrival[app.app_id], now)
+        return self.shares.n_eff(app.app_id, now)
 
     def retire(self, app: AppState, now: float) -> float:
         """The app is over at ``now``: returns its ``N_avg`` over its lifetime."""
         n_avg = self.n_avg(app, now)
         app.finish = now
-        self.activity.change(now, -1)
+        self.shares.leave(now, app.app_id)
         self.active.remove(app)
         del self.apps[app.app_id]
         return n_avg
