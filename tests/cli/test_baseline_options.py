@@ -15,15 +15,6 @@ from themis.policies import make_policy
 
 def config(**kw: Any):
     return make_config(
-        trace="hyperdrive",
-        cluster="2x4x8",
-        fairness_knob=0.8,
-        lease=600.0,
-        batch_window=30.0,
-        seed=0,
-        arrivals=None,
-        app_interval=9000.0,
-        profiles=None,
         **kw,
     )
 

@@ -44,17 +44,7 @@ RECORDED = {
 
 @pytest.fixture(scope="module")
 def bundled() -> tuple[Workload, Cluster, object]:
-    config = make_config(
-        trace="hyperdrive",
-        cluster="2x4x8",
-        fairness_knob=0.8,
-        lease=600.0,
-        batch_window=30.0,
-        seed=0,
-        arrivals=None,
-        app_interval=9000.0,
-        profiles=None,
-    )
+    config = make_config()
     workload, cluster = load_inputs(config)
     return replace(workload, apps=workload.apps[:12]), cluster, config.policy_options()
 
