@@ -1,9 +1,10 @@
 """MkDocs hooks for the documentation site (mkdocs.yml, ``hooks:``).
 
-The docstrings are Markdown with a few reStructuredText roles left in them
-(``:class:`Cluster```, ``:func:`~themis.x.f```); Markdown renders those as the role's name
-followed by code. This hook drops the role and, for a ``~`` target, keeps the last part of
-the dotted name, as Sphinx would show it, so the API pages read as the source means.
+The docstrings are Markdown with a few reStructuredText habits left in them: roles
+(``:class:`Cluster```, ``:func:`~themis.x.f```), which Markdown renders as the role's name
+followed by code, and ``::`` before an indented example. This hook drops the role (for a
+``~`` target it keeps the last part of the dotted name, as Sphinx shows it) and the
+second colon, so the API pages read as the source means.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+_LITERAL = re.compile(r"::</p>\n(?=<div class=\"(?:language-|highlight))")
 _ROLE = re.compile(r":(?:class|func|meth|attr|mod|data|exc|obj):<code>(~?)([^<]*)</code>")
 
 
@@ -20,5 +22,5 @@ def _plain(match: re.Match[str]) -> str:
 
 
 def on_page_content(html: str, **_: Any) -> str:
-    """Rewrite the roles in a page's HTML (the API pages are the only ones that have them)."""
-    return _ROLE.sub(_plain, html)
+    """Rewrite a page's HTML (only the API pages have docstrings in them)."""
+    return _LITERAL.sub(":</p>\n", _ROLE.sub(_plain, html))

@@ -94,7 +94,8 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     model = (site / "api" / "model" / "index.html").read_text()
     assert 'id="themis.model.cluster.Cluster.from_spec"' in model
     assert "racks contain machines, machines contain GPUs" in model
-    # reStructuredText roles left in docstrings read as code (mkdocs_hooks.py).
+    # reStructuredText left in docstrings reads as Markdown would (mkdocs_hooks.py).
     assert not re.search(r":(class|func|meth):<code>", model)
+    assert "lease ends:</p>" in (site / "api" / "runtime" / "index.html").read_text()
     assert (site / "index.html").is_file()
     assert (site / "policies" / "gavel" / "index.html").is_file()
