@@ -24,6 +24,9 @@ from themis.model.state import AppState, JobState
 
 @dataclass(frozen=True)
 class Assignment:
+    """One job's grant after a round: its GPUs (the whole gang) and when the grant ends
+    (``None``: until the job finishes or a later round preempts it)."""
+
     gpus: tuple[int, ...]
     until: float | None = None
 
@@ -178,6 +181,12 @@ class PolicyOptions:
 
 
 class Policy(ABC):
+    """A scheduling policy: a subclass sets ``name`` (what ``--policy`` and
+    :func:`make_policy` call it) and a one-line ``description``, and answers
+    :meth:`schedule`. The mechanism calls it at every arrival, job end and grant end; a
+    policy keeps whatever state it needs between rounds, but reads the world only through
+    the view (never a job's true work: docs/knowledge.md)."""
+
     name: ClassVar[str]
     description: ClassVar[str] = ""
 
