@@ -52,7 +52,10 @@ def test_the_version_is_written_once() -> None:
     dist = importlib.metadata.distribution("themis-scheduler")
     source = json.loads(dist.read_text("direct_url.json") or "{}").get("url")
     if source == ROOT.resolve().as_uri():
-        assert dist.version == themis.__version__
+        assert dist.version == themis.__version__, (
+            f"the installed metadata says {dist.version}: an editable install keeps the "
+            "version it was installed with; reinstall (pip install --no-deps -e .)"
+        )
 
 
 def test_the_torch_extra_is_a_range_the_cpu_build_on_disk_satisfies() -> None:
