@@ -163,6 +163,10 @@ class PolicyOptions:
     #: Themis: rank apps by the rho of the work they have done ("verified") or by the
     #: rho their declared remaining work gives ("declared"). See docs/knowledge.md.
     ranking: str = "verified"
+    #: Themis: the worst-off share (0..1) of the apps that want GPUs whose ending leases
+    #: are renewed in place instead of auctioned (0: every ending lease is auctioned, as
+    #: in the paper). The offered apps always keep theirs when it is > 0. docs/design.md.
+    renewal_share: float = 0.0
     #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
     #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
     #: every arrival and completion). See docs/policies/gavel.md.
