@@ -44,6 +44,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "themis.cli.compare:compare",
         "Replay a trace under several policies, one table.",
     ),
+    "replay": (
+        "themis.cli.replay:replay",
+        "Simulate what the runtime ran, under any policy.",
+    ),
     "auction": (
         "themis.cli.auction:auction",
         "Run one Partial Allocation auction from a JSON file.",
