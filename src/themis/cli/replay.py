@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.config_file import config_option, simulate_options
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
@@ -47,6 +48,7 @@ WORKLOAD_FILE = "workload.json"
 
 
 @click.command(short_help="Simulate what the runtime ran, under any policy.")
+@config_option
 @click.argument("state_dir", type=click.Path(path_type=Path))
 @click.option(
     "--policy",
@@ -125,7 +127,14 @@ def replay(
     line = describe(workload, cluster_model, config)
     say(line, as_json)
     say(_estimates_line(conversion.estimated, conversion.declared_speed, unfinished), as_json)
-    [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run")
+    reproduce = simulate_options(
+        options,
+        policy=policy,
+        trace=config.trace,
+        trace_format_name=config.format,
+        cluster=config.cluster,
+    )
+    [record] = run([request(policy, workload, config, out_dir, None, reproduce)], 1, quiet, "run")
     if as_json:
         from themis.reports.files import summary_dict
 
@@ -137,8 +146,7 @@ def replay(
     say(f"wrote {out_dir}/", as_json)
     if export is not None:
         say(
-            f"wrote {export}: re-run with 'themis simulate --trace {export} "
-            f"--cluster {spec}'",
+            f"wrote {export}: re-run with 'themis simulate --trace {export} --cluster {spec}'",
             as_json,
         )
 
