@@ -68,6 +68,12 @@ def _load(ctx: click.Context, param: click.Parameter, value: Path | None) -> Non
             _ORIGINS["--" + long_name(option)] = (ctx, option.name, where)
 
 
+def forget() -> None:
+    """Drop the origins of an earlier command (the CLI runs several in one process in
+    tests)."""
+    _ORIGINS.clear()
+
+
 def origin(flag: str) -> str:
     """`` (set in FILE:LINE)`` when the value of ``flag`` the command ran with came from a
     configuration file, else ``""``: for errors the command itself raises about it."""
@@ -96,9 +102,7 @@ def _options_by_key(command: click.Command) -> dict[str, click.Option]:
     return out
 
 
-def read_config(
-    path: Path, command: click.Command
-) -> tuple[dict[str, Any], dict[str, int | None]]:
+def read_config(path: Path, command: click.Command) -> tuple[dict[str, Any], dict[str, int | None]]:
     """The file's values by parameter name, checked against ``command``'s options, and
     the line that set each."""
     source = str(path)
@@ -166,7 +170,8 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
 
 def _line_of(text: str, key: str) -> int | None:
     """The line that sets ``key`` (TOML ``key =``, JSON ``"key":``), if found."""
-    pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*[=:]")
+    quoted = rf"[\"']?{re.escape(key)}[\"']?"
+    pattern = re.compile(rf"^\s*(?:{quoted}\s*[=:]|\[+\s*{quoted}\s*\])")
     for number, line in enumerate(text.splitlines(), 1):
         if pattern.search(line):
             return number

@@ -212,6 +212,9 @@ def _config_origin(exc: ThemisError) -> str:
 
 def _run(args: list[str]) -> int:
     _running[:] = args
+    loaded = sys.modules.get("themis.cli.config_file")
+    if loaded is not None:
+        loaded.forget()
     try:
         code = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except ThemisError as exc:
