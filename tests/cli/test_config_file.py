@@ -79,6 +79,11 @@ def test_summary_json_runs_its_run_again_byte_for_byte(cli, tmp_path: Path, monk
     assert result.code == 0, result.err
     assert allocations(again) == allocations(first)
     assert (again / "apps.csv").read_bytes() == (first / "apps.csv").read_bytes()
+    assert "warning" not in result.err
+    # A trace changed since: said, not silently run on.
+    trace.write_text(trace.read_text().replace("iterations: 1", "iterations: 2", 1))
+    result = cli("simulate", "--config", first / "summary.json", "--out", again, "-q")
+    assert f"{trace.resolve()} has changed since this run" in result.err
 
 
 def test_each_compare_run_replays_alone_with_simulate(cli, tmp_path: Path) -> None:

@@ -119,6 +119,12 @@ def test_replay_runs_and_its_export_replays_identically(cli, tmp_path: Path) -> 
                  "--out", again, "-q")  # fmt: skip
     assert result.code == 0, result.err
     assert (again / "allocations.csv").read_bytes() == (out / "allocations.csv").read_bytes()
+    # Its summary.json runs it again with simulate (the workload file it wrote).
+    result = cli("simulate", "--config", out / "summary.json", "--out", tmp_path / "c", "-q")
+    assert result.code == 0, result.err
+    assert (tmp_path / "c" / "allocations.csv").read_bytes() == (
+        out / "allocations.csv"
+    ).read_bytes()
     gavel = cli("replay", state, "--policy", "gavel", "--out", tmp_path / "g", "-q")
     assert gavel.code == 0, gavel.err
     assert json.loads((tmp_path / "g" / "summary.json").read_text())["policy"] == "gavel"

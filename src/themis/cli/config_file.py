@@ -15,6 +15,8 @@ unknown key or a wrong type is one line naming the file, the line and the key.
 from __future__ import annotations
 
 import difflib
+import functools
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -31,6 +33,9 @@ NOT_IN_FILES = frozenset({"config", "help"})
 COMMA_LISTS = frozenset({"policies", "seeds", "tiresias_queues"})
 #: What ``summary.json``'s ``options`` leave out: where and how the run was shown.
 NOT_RECORDED = frozenset({"out", "quiet", "as_json", "config"})
+#: The key of a summary's ``options`` that holds its trace file's SHA-256 (not an option:
+#: checked, with a warning if the file changed, when the summary is read back).
+TRACE_DIGEST = "trace-sha256"
 #: Options whose value is a file path, recorded absolute so that a summary replays from
 #: any working directory.
 PATH_OPTIONS = ("trace", "profiles", "throughputs")
@@ -152,6 +157,7 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
             options = data["options"]
             if not isinstance(options, dict):
                 raise ThemisError("'options' must be an object", source=str(path))
+            _check_digest(options, str(path))
             return options
         if "policy" in data and "config" in data:
             raise ThemisError(
@@ -266,5 +272,36 @@ def simulate_options(values: Mapping[str, Any], **overrides: Any) -> dict[str, A
             value = list(value)
         if param.name in PATH_OPTIONS and isinstance(value, str) and _a_file(value):
             value = str(Path(value).resolve())
+            if param.name == "trace":
+                out[TRACE_DIGEST] = _digest(value, *_stamp(value))
         out[long_name(param)] = value
     return out
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = Path(path).stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=16)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
+    """SHA-256 of a file (cached per version: compare records it once per run)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as data:
+        for block in iter(lambda: data.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_digest(options: dict[str, Any], source: str) -> None:
+    """Warn when the trace a summary names is no longer the file it ran on."""
+    recorded = options.pop(TRACE_DIGEST, None)
+    trace = options.get("trace")
+    if not isinstance(recorded, str) or not isinstance(trace, str) or not _a_file(trace):
+        return
+    if _digest(trace, *_stamp(trace)) != recorded:
+        click.echo(
+            f"themis: warning: {source}: {trace} has changed since this run (SHA-256 "
+            "differs); the run will not be the same",
+            err=True,
+        )
