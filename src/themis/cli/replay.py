@@ -123,7 +123,8 @@ def replay(
     workload, cluster_model = load_inputs(config)
     if export is not None:
         write_workload_file(conversion.workload, export, provenance)
-    claim(out_dir, "replay", {"policy": policy, **config.to_dict()}, ["."])
+    settings = {"policy": policy, "state_dir": str(state_dir), "unfinished": unfinished}
+    claim(out_dir, "replay", {**settings, **config.to_dict()}, ["."])
     line = describe(workload, cluster_model, config)
     say(line, as_json)
     say(_estimates_line(conversion.estimated, conversion.declared_speed, unfinished), as_json)
