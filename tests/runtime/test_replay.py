@@ -12,13 +12,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.cli.conftest import assert_one_line_error, cli  # noqa: F401 (fixture)
 from tests.runtime.conftest import app_yaml
+from themis.errors import ThemisError
 from themis.runtime.appfile import load_app_file
 from themis.runtime.cluster import Inventory, NodeInfo, cluster_record, regular_spec
-from themis.runtime.replay import convert, read_state
-from themis.runtime.store import DB_NAME, Store
+from themis.runtime.halving import ENDED
+from themis.runtime.replay import Recorded, convert, read_state
+from themis.runtime.store import DB_NAME, AppRow, Store, TrialRow
 
 
 def build_state(tmp_path: Path, cluster: bool = True) -> Path:
@@ -158,3 +162,76 @@ def test_a_database_missing_its_tables_is_one_line(cli, tmp_path: Path) -> None:
     db.commit()
     db.close()
     assert_one_line_error(cli("replay", state), "not a readable themis database")
+
+
+STATES = ("waiting", "running", "parked", "finished", "stopped-early", "failed", "cancelled")
+trial_rows = st.lists(
+    st.tuples(
+        st.sampled_from(STATES),
+        st.integers(0, 200),  # steps done
+        st.integers(1, 200),  # budget
+        st.floats(0, 1e4, allow_nan=False),  # GPU-seconds held
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    apps=st.lists(
+        st.tuples(st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False)), trial_rows),
+        min_size=1,
+        max_size=5,
+    ),
+    unfinished=st.sampled_from(["budget", "done"]),
+)
+def test_conversion_properties(tmp_path_factory, apps, unfinished: str) -> None:
+    """Whatever was recorded: arrivals start at 0 in admission order; an ended trial's
+    work is its checkpointed steps, one not over at least that (its budget, or exactly
+    that with 'done'); a measured app's speed times its measured steps is the GPU-time
+    its trials held; every app and trial is kept or counted as left out."""
+    spec = load_app_file(app_yaml(tmp_path_factory.mktemp("a"), "x", step_time=0.25))
+    rows, trials = [], {}
+    for k, (arrival, recorded) in enumerate(apps):
+        name = f"app{k}"
+        rows.append(AppRow(name, "", spec, "", "running", float(k), arrival, None, None,
+                           None, None, 0))  # fmt: skip
+        trials[name] = tuple(
+            TrialRow(
+                name, f"t{i:03d}", i, {}, 1, budget, min(done, budget), state, held, None, 0, None
+            )  # fmt: skip
+            for i, (state, done, budget, held) in enumerate(recorded)
+        )
+    recorded_state = Recorded(Path("s"), tuple(rows), trials)
+    try:
+        conversion = convert(recorded_state, unfinished)
+    except ThemisError as exc:
+        assert "nothing to replay" in str(exc)
+        return
+    workload = conversion.workload
+    arrivals = [a.arrival for a in workload.apps]
+    assert arrivals == sorted(arrivals) and arrivals[0] == 0.0
+    kept_jobs = 0
+    for app in workload.apps:
+        by_id = {f"{app.app_id}/{t.trial_id}": t for t in trials[app.app_id]}
+        for job in app.jobs:
+            trial = by_id[job.job_id]
+            kept_jobs += 1
+            if trial.state in ENDED or unfinished == "done":
+                assert job.work == trial.steps_done
+            else:
+                assert job.work == trial.budget >= trial.steps_done
+        measured = [t for t in trials[app.app_id] if t.steps_done > 0 and t.attained > 0]
+        per_step = workload.profiles[app.app_id].time_per_iteration
+        if measured:
+            held = sum(t.attained for t in measured)
+            assert per_step * sum(t.steps_done for t in measured) == pytest.approx(held)
+        else:
+            assert per_step == 0.25
+    left_out = conversion.excluded
+    assert len(workload.apps) + left_out.get("apps never admitted", 0) + left_out.get(
+        "apps with no step done", 0
+    ) == len(rows)
+    admitted_trials = sum(len(trials[r.app_id]) for r in rows if r.arrival is not None)
+    assert kept_jobs + left_out.get("trials with no step done", 0) == admitted_trials
