@@ -87,6 +87,12 @@ def test_unfinished_done_counts_only_checkpointed_steps(tmp_path: Path) -> None:
     assert conversion.excluded == {"apps never admitted": 1, "trials with no step done": 1}
 
 
+def test_speed_declared_runs_every_app_at_its_app_file_step_time(tmp_path: Path) -> None:
+    conversion = convert(read_state(build_state(tmp_path)), speed="declared")
+    per_step = {n: p.time_per_iteration for n, p in conversion.workload.profiles.items()}
+    assert per_step == {"done": 0.5, "halved": 0.4, "live": 1.0}  # step_time x gang
+
+
 def test_an_app_with_no_step_measured_runs_at_its_declared_step_time(tmp_path: Path) -> None:
     state = build_state(tmp_path)
     store = Store(state)

@@ -73,6 +73,14 @@ WORKLOAD_FILE = "workload.json"
     "would have run to it), or only the steps they checkpointed.",
 )
 @click.option(
+    "--speed",
+    type=click.Choice(["measured", "declared"]),
+    default="measured",
+    show_default=True,
+    help="Each app's GPU-seconds per step: measured (held over checkpointed steps: "
+    "start-up and checkpoints included) or its app file's step_time times its gang.",
+)
+@click.option(
     "--export",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -92,6 +100,7 @@ def replay(
     policy: str,
     cluster: str | None,
     unfinished: str,
+    speed: str,
     export: Path | None,
     out: Path | None,
     quiet: bool,
@@ -104,7 +113,7 @@ def replay(
     from themis.runtime.replay import convert, notes, read_state
 
     recorded = read_state(state_dir)
-    conversion = convert(recorded, unfinished)
+    conversion = convert(recorded, unfinished, speed)
     spec = cluster if cluster is not None else _recorded_cluster(recorded.cluster, state_dir)
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "replay" / policy
     workload_path = out_dir / WORKLOAD_FILE
@@ -112,7 +121,7 @@ def replay(
         trace=str(workload_path), trace_format_name="themis", cluster=spec, **options
     )
     check_policies([policy], "--policy")
-    provenance = notes(conversion, recorded, unfinished)
+    provenance = notes(conversion, recorded, unfinished, speed)
     from themis.cli.out_dir import claim
     from themis.cli.runs import print_table, request, run
     from themis.reports.files import ensure_dir
@@ -123,11 +132,15 @@ def replay(
     workload, cluster_model = load_inputs(config)
     if export is not None:
         write_workload_file(conversion.workload, export, provenance)
-    settings = {"policy": policy, "state_dir": str(state_dir), "unfinished": unfinished}
+    settings = {"policy": policy, "state_dir": str(state_dir), "unfinished": unfinished,
+                "speed": speed}  # fmt: skip
     claim(out_dir, "replay", {**settings, **config.to_dict()}, ["."])
     line = describe(workload, cluster_model, config)
     say(line, as_json)
-    say(_estimates_line(conversion.estimated, conversion.declared_speed, unfinished), as_json)
+    say(_estimates_line(conversion.estimated, conversion.declared_speed, unfinished, speed),
+        as_json)  # fmt: skip
+    if recorded.serve is not None:
+        say(_ran_line(recorded.serve), as_json)
     reproduce = simulate_options(
         options,
         policy=policy,
@@ -171,18 +184,30 @@ def _recorded_cluster(record: dict[str, Any] | None, state_dir: Path) -> str:
     return spec
 
 
-def _estimates_line(estimated: int, declared: int, unfinished: str) -> str:
+def _estimates_line(estimated: int, declared: int, unfinished: str, speed: str) -> str:
     """What in the workload is an estimate rather than observed."""
     if unfinished == "budget":
         work = f"{estimated} trials not over yet: work estimated as their declared step budget"
     else:
         work = f"{estimated} trials not over yet: only their checkpointed steps counted"
-    speed = (
-        f"{declared} apps with no step checkpointed run at their declared step_time"
-        if declared
-        else "every app runs at its measured GPU-seconds per step"
-    )
-    return f"replay: {work}; {speed}"
+    if speed == "declared":
+        pace = "every app runs at its declared step_time (--speed declared)"
+    elif declared:
+        pace = f"{declared} apps with no step checkpointed run at their declared step_time"
+    else:
+        pace = "every app runs at its measured GPU-seconds per step"
+    return f"replay: {work}; {pace}"
+
+
+def _ran_line(serve: dict[str, Any]) -> str:
+    """What the recorded run was scheduled by (the last arbiter started on the state)."""
+    parts = [f"{serve.get('policy', '?')}"]
+    for key, label in (("lease", "lease"), ("fairness_knob", "fairness knob"),
+                       ("batch_window", "batch window")):  # fmt: skip
+        value = serve.get(key)
+        if isinstance(value, (int, float)):
+            parts.append(f"{label} {value:g}{' s' if key != 'fairness_knob' else ''}")
+    return f"replay: the arbiter ran {parts[0]} ({', '.join(parts[1:])})"
 
 
 def write_workload_file(workload: Any, path: Path, notes: dict[str, Any]) -> None:

@@ -20,7 +20,8 @@ arrival on the runtime's clock), and per trial the steps in its last checkpoint
   its trials held over the steps they checkpointed (start-up, checkpoints and lost steps
   included: what a step really cost on that cluster). An app none of whose trials
   checkpointed a step has no measurement and runs at its declared ``step_time`` times its
-  gang. Placement factors are the app file's.
+  gang (``speed="declared"``: every app does, for a replay free of the runtime's
+  overheads). Placement factors are the app file's.
 
 Each app is its own model (named after the app), so the workload file carries every
 speed with it and replays identically anywhere. Successive halving is not re-decided:
@@ -45,6 +46,8 @@ from themis.runtime.store import DB_NAME, AppRow, Store, TrialRow
 
 #: How the remaining work of a trial not over yet is estimated.
 UNFINISHED = ("budget", "done")
+#: Where an app's speed comes from: what its trials took, or what its app file declares.
+SPEEDS = ("measured", "declared")
 
 
 @dataclass(frozen=True)
@@ -133,10 +136,14 @@ def job_id(app_id: str, trial_id: str) -> str:
     return f"{app_id}/{trial_id}"
 
 
-def convert(recorded: Recorded, unfinished: str = "budget") -> Conversion:
-    """The recorded apps as a workload (the module's docstring says how)."""
+def convert(recorded: Recorded, unfinished: str = "budget", speed: str = "measured") -> Conversion:
+    """The recorded apps as a workload (the module's docstring says how); with
+    ``speed="declared"`` every app runs at its app file's ``step_time`` instead of its
+    measured speed."""
     if unfinished not in UNFINISHED:
         raise ValueError(f"unfinished must be one of {UNFINISHED}, got {unfinished!r}")
+    if speed not in SPEEDS:
+        raise ValueError(f"speed must be one of {SPEEDS}, got {speed!r}")
     excluded: Counter[str] = Counter()
     admitted = [a for a in recorded.apps if a.arrival is not None]
     for app in recorded.apps:
@@ -162,7 +169,7 @@ def convert(recorded: Recorded, unfinished: str = "budget") -> Conversion:
             excluded["apps with no step done"] += 1
             continue
         estimated += guesses
-        per_step = measured_time_per_step(app, trials)
+        per_step = measured_time_per_step(app, trials) if speed == "measured" else None
         if per_step is None:
             declared += 1
             per_step = app.spec.step_time * app.spec.gpus_per_trial
@@ -181,7 +188,9 @@ def convert(recorded: Recorded, unfinished: str = "budget") -> Conversion:
     return Conversion(workload, dict(excluded), estimated, declared)
 
 
-def notes(conversion: Conversion, recorded: Recorded, unfinished: str) -> dict[str, Any]:
+def notes(
+    conversion: Conversion, recorded: Recorded, unfinished: str, speed: str = "measured"
+) -> dict[str, Any]:
     """Provenance for the workload file's ``notes``."""
     out: dict[str, Any] = {
         "converted_from": "themis runtime state",
@@ -189,7 +198,9 @@ def notes(conversion: Conversion, recorded: Recorded, unfinished: str) -> dict[s
         "work": "ended trials: steps checkpointed; trials not over: "
         + ("their declared step budget" if unfinished == "budget" else "steps checkpointed"),
         "speed": "measured GPU-seconds per checkpointed step (declared step_time x gang "
-        "where no step was checkpointed)",
+        "where no step was checkpointed)"
+        if speed == "measured"
+        else "declared step_time x gang",
         "estimated_trials": conversion.estimated,
         "declared_speed_apps": conversion.declared_speed,
     }
