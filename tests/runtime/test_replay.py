@@ -149,6 +149,8 @@ def test_a_state_dir_without_a_recorded_cluster_needs_cluster(cli, tmp_path: Pat
 
 def test_missing_empty_and_corrupt_state_dirs_are_one_line(cli, tmp_path: Path) -> None:  # noqa: F811
     assert_one_line_error(cli("replay", tmp_path / "nope"), "no such state directory")
+    (tmp_path / "backup.db").write_bytes(b"")
+    assert_one_line_error(cli("replay", tmp_path / "backup.db"), "not a directory", "as themis.db")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_one_line_error(cli("replay", empty), "no state database")

@@ -83,7 +83,11 @@ def read_state(state_dir: str | Path) -> Recorded:
     if not path.exists():
         raise ThemisError("no such state directory", source=str(path))
     if not path.is_dir():
-        raise ThemisError("not a directory (give the arbiter's --state-dir)", source=str(path))
+        raise ThemisError(
+            f"not a directory: give the arbiter's --state-dir (a backup: copy it into a "
+            f"directory as {DB_NAME})",
+            source=str(path),
+        )
     db = path / DB_NAME
     if not db.exists():
         raise ThemisError(
