@@ -136,6 +136,12 @@ def test_missing_config_and_old_summaries_are_one_line(cli, tmp_path: Path) -> N
     old = tmp_path / "summary.json"
     old.write_text(json.dumps({"policy": "themis", "config": {"lease_s": 600.0}}))
     assert_one_line_error(cli("simulate", "--config", old), "records no options")
+    # A summary's key is found in its options, not in the config above them.
+    edited = {"policy": "themis", "config": {"seed": 1}, "options": {"seed": "x"}}
+    old.write_text(json.dumps(edited, indent=2))
+    lines = old.read_text().splitlines()
+    where = next(k for k, line in enumerate(lines, 1) if '"seed": "x"' in line)
+    assert_one_line_error(cli("simulate", "--config", old), f"summary.json:{where}", "integer")
 
 
 def test_compare_and_serve_take_a_config_too(cli, tmp_path: Path) -> None:

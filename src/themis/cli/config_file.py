@@ -117,12 +117,12 @@ def read_config(path: Path, command: click.Command) -> tuple[dict[str, Any], dic
         raise ThemisError("no such configuration file", source=source) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ThemisError(f"cannot read: {exc}", source=source) from None
-    raw = _parse(text, path)
+    raw, first = _parse(text, path)
     options = _options_by_key(command)
     values: dict[str, Any] = {}
     lines: dict[str, int | None] = {}
     for key, value in raw.items():
-        line = _line_of(text, key)
+        line = _line_of(text, key, first)
         option = options.get(key)
         if option is None:
             close = difflib.get_close_matches(key, sorted(options), n=1)
@@ -144,8 +144,9 @@ def read_config(path: Path, command: click.Command) -> tuple[dict[str, Any], dic
     return values, lines
 
 
-def _parse(text: str, path: Path) -> dict[str, Any]:
-    """A TOML table, or a JSON object (a ``summary.json``: its ``options``)."""
+def _parse(text: str, path: Path) -> tuple[dict[str, Any], int]:
+    """A TOML table, or a JSON object (a ``summary.json``: its ``options``), and the line
+    where its keys start (a summary's ``config`` repeats some of them above)."""
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
@@ -158,28 +159,29 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
             if not isinstance(options, dict):
                 raise ThemisError("'options' must be an object", source=str(path))
             _check_digest(options, str(path))
-            return options
+            return options, _line_of(text, "options", 1) or 1
         if "policy" in data and "config" in data:
             raise ThemisError(
                 "this summary.json records no options (written by an older themis): run "
                 "again with the flags in its 'config'",
                 source=str(path),
             )
-        return data
+        return data, 1
     import tomllib
 
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text), 1
     except tomllib.TOMLDecodeError as exc:
         raise ThemisError(f"not valid TOML ({exc})", source=str(path)) from None
 
 
-def _line_of(text: str, key: str) -> int | None:
-    """The line that sets ``key`` (TOML ``key =``, JSON ``"key":``), if found."""
+def _line_of(text: str, key: str, first: int = 1) -> int | None:
+    """The line that sets ``key`` (TOML ``key =`` or ``[key]``, JSON ``"key":``), from line
+    ``first`` on, if found."""
     quoted = rf"[\"']?{re.escape(key)}[\"']?"
     pattern = re.compile(rf"^\s*(?:{quoted}\s*[=:]|\[+\s*{quoted}\s*\])")
     for number, line in enumerate(text.splitlines(), 1):
-        if pattern.search(line):
+        if number >= first and pattern.search(line):
             return number
     return None
 
