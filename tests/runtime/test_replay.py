@@ -145,6 +145,15 @@ def test_a_state_dir_without_a_recorded_cluster_needs_cluster(cli, tmp_path: Pat
     assert_one_line_error(cli("replay", state, "--out", tmp_path / "o"), "--cluster", "records no")
     result = cli("replay", state, "--cluster", "1x1x4", "--out", tmp_path / "o", "-q")
     assert result.code == 0, result.err
+    store = Store(state)
+    uneven = [{"rack": "r0", "gpus": 4, "type": None}, {"rack": "r0", "gpus": 2, "type": None}]
+    store.set_meta("cluster", json.dumps({"machines": uneven, "spec": None}))
+    store.close()
+    assert_one_line_error(cli("replay", state), "2 machines of 2/4 GPUs", "give --cluster")
+    store = Store(state)
+    store.set_meta("cluster", json.dumps({"machines": "junk", "spec": 7}))
+    store.close()
+    assert_one_line_error(cli("replay", state), "not one RxMxG block")
 
 
 def test_missing_empty_and_corrupt_state_dirs_are_one_line(cli, tmp_path: Path) -> None:  # noqa: F811

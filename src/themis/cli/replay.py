@@ -175,10 +175,12 @@ def _recorded_cluster(record: dict[str, Any] | None, state_dir: Path) -> str:
         )
     spec = record.get("spec")
     if not isinstance(spec, str):
-        sizes = sorted({int(m.get("gpus", 0)) for m in record.get("machines", [])})
+        machines = record.get("machines")
+        machines = machines if isinstance(machines, list) else []
+        sizes = sorted({str(m.get("gpus")) for m in machines if isinstance(m, dict)})
         raise ThemisError(
-            f"the recorded cluster ({len(record.get('machines', []))} machines of "
-            f"{'/'.join(map(str, sizes))} GPUs) is not one RxMxG block: give --cluster",
+            f"the recorded cluster ({len(machines)} machines of {'/'.join(sizes) or '?'} "
+            "GPUs) is not one RxMxG block: give --cluster",
             field="--cluster",
         )
     return spec
