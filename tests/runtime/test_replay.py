@@ -252,3 +252,34 @@ def test_conversion_properties(tmp_path_factory, apps, unfinished: str) -> None:
     ) == len(rows)
     admitted_trials = sum(len(trials[r.app_id]) for r in rows if r.arrival is not None)
     assert kept_jobs + left_out.get("trials with no step done", 0) == admitted_trials
+
+
+def test_the_arbiter_records_its_cluster_and_options_as_they_change(tmp_path: Path) -> None:
+    """Without Ray: a fake launcher and inventory. The cluster is recorded at start, again
+    when a node joins, and kept (not emptied) while no node has a GPU."""
+    from tests.runtime.fakes import FakeLauncher, nodes
+    from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
+
+    shape = [(2, 2)]
+    options = ServiceOptions(lease=3.0, grace=1.0, tick=0.05, inventory_every=0.0)
+    store = Store(tmp_path / "state", init=True)
+    service = ArbiterService(
+        store, tmp_path / "ck", options, lambda: nodes(shape[0]), launcher=FakeLauncher(1.0, {})
+    )
+
+    def recorded() -> dict | None:
+        text = store.meta("cluster")
+        return None if text is None else json.loads(text)
+
+    assert recorded()["spec"] == "1x2x2"
+    assert json.loads(store.meta("serve") or "{}")["lease"] == 3.0
+    shape[0] = (2, 2, 2)
+    service.tick()
+    assert recorded()["spec"] == "1x3x2"
+    shape[0] = (2, 4)
+    service.tick()
+    assert recorded()["spec"] is None and [m["gpus"] for m in recorded()["machines"]] == [2, 4]
+    shape[0] = ()
+    service.tick()
+    assert service.cluster is None and [m["gpus"] for m in recorded()["machines"]] == [2, 4]
+    store.close()
