@@ -345,6 +345,19 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def run_options_except(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``run_options`` without the options named (by parameter name): for commands whose
+    workload does not come from ``--trace`` (``themis replay``)."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = run_options(command)
+        params = command.__click_params__  # type: ignore[attr-defined]
+        command.__click_params__ = [p for p in params if p.name not in names]  # type: ignore[attr-defined]
+        return command
+
+    return decorate
+
+
 def baseline_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
     """Settings of single baselines (defaults: as their authors run them)."""
     return [
