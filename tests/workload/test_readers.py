@@ -57,6 +57,8 @@ def test_philly_mapping() -> None:
     # (more than an hour after 01:20). The origin is the first simulable submission.
     assert [a.app_id for a in w.apps] == ["vc2/u3/1", "vc1/u1/1", "vc1/u1/2"]
     assert [a.arrival for a in w.apps] == [0.0, 600.0, 11400.0]
+    # A user's sessions are one owner's apps (they share its slice: fairness/shares.py).
+    assert [a.owner for a in w.apps] == ["vc2/u3", "vc1/u1", "vc1/u1"]
     m = {a.app_id: TPI[a.model] for a in w.apps}
     # 0006: 60 s on 8 GPUs + 600 s on 4 = 2880 GPU-s over a gang of 8 = 360 s on 8.
     assert apps["vc2/u3/1"][2] == [("application_1_0006", 8, 360.0 * 8 / m["vc2/u3/1"], 40)]
@@ -119,6 +121,7 @@ def test_pai_mapping() -> None:
     w = load_workload(str(SAMPLE_FILES["pai"]))
     apps = apps_of(w)
     assert [a.app_id for a in w.apps] == ["userA/1", "userB/1"]
+    assert [a.owner for a in w.apps] == ["userA", "userB"]
     assert [a.arrival for a in w.apps] == [0.0, 4900.0]
     a, b = (TPI[x.model] for x in w.apps)
     assert apps["userA/1"][2] == [

@@ -217,7 +217,10 @@ def _foreign_apps(
         else:
             arrival = k * app_interval
         specs = tuple(JobSpec(j.job_id, j.gang, j.work(tpi), j.line) for j in members)
-        apps.append(AppSpec(app_id, float(arrival), model, specs))
+        # A user's sessions are one owner's apps: they share that user's slice of the
+        # cluster (fairness/shares.py), as a real scheduler that knows who submitted does.
+        owner = members[0].user if read.grouping is Grouping.SESSION else None
+        apps.append(AppSpec(app_id, float(arrival), model, specs, owner=owner or None))
     return apps, resolver
 
 
