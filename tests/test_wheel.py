@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import themis
-from tests.cli.test_readme import SERVER, SMALL, blocks, commands, runnable
+from tests.cli.test_readme import SERVER, SMALL, blocks, commands, runnable, write_readme_files
 
 ROOT = Path(__file__).parents[1]
 #: What ``pip wheel`` reads (pyproject.toml names the readme and the license file).
@@ -177,6 +177,7 @@ def test_readme_commands_without_repository_files_run_from_an_empty_folder(
 ) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
+    write_readme_files(folder)  # the configuration files the README shows in full
     ran, left_out, failures = [], [], []
     for argv in commands():  # in order: "trace generate" writes what "simulate" reads
         if argv[1] in SERVER:

@@ -66,11 +66,17 @@ def workdir(tmp_path_factory) -> Path:
     """A working directory with the repository's examples, as a fresh clone has."""
     path = tmp_path_factory.mktemp("readme")
     (path / "examples").symlink_to(ROOT / "examples")
-    for block in blocks("toml"):  # a file the commands read: its first line names it
+    write_readme_files(path)
+    return path
+
+
+def write_readme_files(path: Path) -> None:
+    """The files the README shows in full for a reader to write (``toml`` blocks whose
+    first line names them), written into ``path`` as a reader would."""
+    for block in blocks("toml"):
         name = re.match(r"# (\S+\.toml)\n", block)
         if name is not None:
             (path / name.group(1)).write_text(block)
-    return path
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
