@@ -1,0 +1,210 @@
+"""The dashboard's data and files, against a real arbiter loop on loopback (jobs faked, no
+Ray): ``GET /v1/cluster`` shows machines, who holds each GPU until when, rho over time,
+queued trials and events; an app token sees only its own app; a missing or wrong token
+is refused; the page is served with headers that let only its own script run, and that
+script never parses what the server sends as HTML. The page in a real browser:
+``test_dashboard_browser.py``."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.runtime.conftest import app_yaml
+from tests.runtime.fakes import Behaviour
+from tests.runtime.test_api import Arbiter, call, submitted, themis
+from themis.fairness.ftf import RHO_MAX
+from themis.runtime.dashboard import PAGE_HEADERS, STATIC
+from themis.runtime.history import RhoHistory
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def busy(tmp_path_factory):
+    """Two apps of three trials each on four GPUs (two machines of two): both hold GPUs,
+    some trials wait."""
+    tmp = tmp_path_factory.mktemp("dash")
+    a = Arbiter(tmp / "state", {"alpha": Behaviour(step_time=0.2), "beta": Behaviour(0.2)})
+    try:
+        a.tokens_of = {}
+        for name in ("alpha", "beta"):
+            out = themis(
+                "submit", app_yaml(tmp, name, trials=3, steps=10**5), server=a.url,
+                token=a.submitter,
+            )  # fmt: skip
+            a.tokens_of[name] = submitted(out)
+        deadline = time.monotonic() + 30
+        while True:
+            view = cluster(a.url, a.admin)
+            holders = {g["app_id"] for m in view["machines"] for g in m["gpus"]}
+            if {"alpha", "beta"} <= holders and all(len(view["rho"].get(n, ())) >= 3
+                                                     for n in ("alpha", "beta")):  # fmt: skip
+                break
+            assert time.monotonic() < deadline, view
+            time.sleep(0.2)
+        yield a
+    finally:
+        a.close()
+
+
+def cluster(url: str, token: str | None) -> dict:
+    status, body = call(url, "GET", "/v1/cluster", token)
+    assert status == 200, body
+    return json.loads(body)
+
+
+def test_the_submit_token_sees_every_gpu_holder_rho_queue_and_event(busy) -> None:
+    view = cluster(busy.url, busy.submitter)
+    assert view["role"] == "submit" and view["arbiter"]["state"] == "alive"
+    machines = view["machines"]
+    assert [len(m["gpus"]) for m in machines] == [2, 2]
+    assert all(m["rack"] == "default" for m in machines)
+    held = [g for m in machines for g in m["gpus"] if g["app_id"] is not None]
+    assert {g["app_id"] for g in held} <= {"alpha", "beta"} and len(held) >= 2
+    for gpu in held:
+        assert re.fullmatch(r"t00[0-2]", gpu["trial_id"]) and not gpu["other"]
+        # A lease of the arbiter's options (2 s), in wall-clock seconds.
+        assert gpu["granted_at"] <= view["now"] + 1 and 0 < gpu["until"] - gpu["granted_at"] <= 3
+    assert [a["app_id"] for a in view["apps"]] == ["alpha", "beta"]
+    for name in ("alpha", "beta"):
+        walls = [p[0] for p in view["rho"][name]]
+        assert walls == sorted(walls) and walls[-1] <= view["now"]
+        assert all(0 < p[1] <= RHO_MAX for p in view["rho"][name])
+    # Six trials on four GPUs: two wait (or are starting: granted, not yet leased).
+    waiting = {(q["app_id"], q["trial_id"]) for q in view["queued"]}
+    assert view["queued_total"] == len(view["queued"]) == len(waiting) >= 1
+    assert all(q["state"] == "waiting" and q["gpus"] == 1 for q in view["queued"])
+    ids = [e["id"] for e in view["events"]]
+    assert ids == sorted(ids, reverse=True) and 0 < len(ids) <= 50
+    assert {e["app_id"] for e in view["events"]} <= {"alpha", "beta"}
+    assert cluster(busy.url, busy.admin)["role"] == "admin"
+
+
+def test_an_app_token_sees_its_own_app_and_no_trace_of_another(busy) -> None:
+    status, body = call(busy.url, "GET", "/v1/cluster", busy.tokens_of["alpha"])
+    assert status == 200
+    assert b"beta" not in body  # no name, row, rho, queued trial or event of beta
+    view = json.loads(body)
+    assert view["role"] == "app"
+    assert [a["app_id"] for a in view["apps"]] == ["alpha"] and set(view["rho"]) == {"alpha"}
+    assert {q["app_id"] for q in view["queued"]} <= {"alpha"}
+    assert {e["app_id"] for e in view["events"]} == {"alpha"}
+    gpus = [g for m in view["machines"] for g in m["gpus"]]
+    others = [g for g in gpus if g["other"]]
+    assert others, "beta holds GPUs: they show as another app's"
+    for gpu in others:  # anonymous: no name, trial, grant or lease end to group them by
+        assert gpu["app_id"] is gpu["trial_id"] is gpu["granted_at"] is gpu["until"] is None
+    assert {g["app_id"] for g in gpus if not g["other"]} <= {"alpha", None}
+
+
+@pytest.mark.parametrize("token", [None, "", "not-a-token", "Bearer"])
+def test_a_missing_or_wrong_token_is_refused(busy, token) -> None:
+    status, body = call(busy.url, "GET", "/v1/cluster", token)
+    assert status == 401
+    assert json.loads(body)["detail"] in ("unknown token", "a token is needed (--token or "
+                                          "THEMIS_TOKEN)")  # fmt: skip
+
+
+def test_the_page_loads_without_a_token_holds_no_data_and_lets_only_its_script_run(busy):
+    status, page = call(busy.url, "GET", "/dashboard", None)
+    assert status == 200
+    assert b"alpha" not in page and busy.admin.encode() not in page
+    import urllib.request
+
+    with urllib.request.urlopen(busy.url + "/dashboard", timeout=10) as response:
+        headers = response.headers
+        assert headers["Content-Type"].startswith("text/html")
+    csp = headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert "frame-ancestors 'none'" in csp and headers["Referrer-Policy"] == "no-referrer"
+    assert headers["Cache-Control"] == "no-store"
+    # No inline script or style (the policy would block them): only the two files.
+    assert re.findall(rb"<script[^>]*>", page) == [b'<script src="dashboard/dashboard.js">']
+    assert b"style=" not in page and b"<style" not in page
+    for name in ("dashboard.js", "dashboard.css"):
+        status, body = call(busy.url, "GET", f"/dashboard/{name}", None)
+        assert status == 200 and body == resources.files("themis.runtime").joinpath(
+            "static", name
+        ).read_bytes()
+    for name in ("../api.py", "nothing.js", "dashboard.html"):
+        assert call(busy.url, "GET", f"/dashboard/{name}", None)[0] == 404
+    status, _ = call(busy.url, "GET", "/", None)
+    assert status == 200  # followed the redirect to the page
+
+
+def test_the_script_never_parses_server_data_as_html_and_keeps_tokens_out_of_urls():
+    script = resources.files("themis.runtime").joinpath("static", "dashboard.js").read_text()
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                 "new Function", "setTimeout(\"", "localStorage"):  # fmt: skip
+        assert sink not in script, sink
+    # The token goes in a header, and is kept per tab only.
+    assert '"Authorization": "Bearer " + value' in script and "sessionStorage" in script
+    # Requests name no token in their URL: the only fetch is the bare path.
+    assert re.findall(r"fetch\(([^,]*),", script) == ['"v1/cluster"']
+    # A fragment token is removed from the address bar once read.
+    assert "history.replaceState" in script
+
+
+def test_the_page_files_ship_as_package_data() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["themis.runtime"]
+    static = resources.files("themis.runtime").joinpath("static")
+    for name in STATIC:
+        assert static.joinpath(name).is_file(), name
+        assert f"static/*{Path(name).suffix}" in patterns, name
+    assert PAGE_HEADERS["X-Content-Type-Options"] == "nosniff"
+
+
+def test_cluster_is_in_the_published_schema(busy) -> None:
+    status, body = call(busy.url, "GET", "/openapi.json", busy.admin)
+    assert status == 200
+    schema = json.loads(body)
+    route = schema["paths"]["/v1/cluster"]["get"]
+    answer = route["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/ClusterResponse"}
+    assert {"401"} <= set(route["responses"]) and "security" in route
+    fields = schema["components"]["schemas"]["ClusterResponse"]["properties"]
+    assert {"machines", "apps", "rho", "queued", "events", "role", "arbiter"} <= set(fields)
+
+
+# -- the rho history --------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    points=st.lists(
+        st.tuples(st.sampled_from("abcde"), st.floats(allow_nan=True, allow_infinity=True)),
+        max_size=300,
+    ),
+    max_points=st.integers(2, 20),
+    max_apps=st.integers(1, 4),
+)
+def test_rho_history_is_bounded_ordered_and_keeps_the_newest(points, max_points, max_apps):
+    history = RhoHistory(max_points, max_apps)
+    added: dict[str, list[tuple[float, float]]] = {}
+    for wall, (app, rho) in enumerate(points):
+        history.add(app, float(wall), rho)
+        if rho == rho:  # NaN skipped
+            added.setdefault(app, []).append((float(wall), min(rho, RHO_MAX)))
+    kept = history.series()
+    assert len(kept) <= max_apps
+    for app, series in kept.items():
+        assert 1 <= len(series) <= max_points
+        walls = [w for w, _ in series]
+        assert walls == sorted(set(walls))
+        assert set(series) <= set(added[app])  # a thinned copy of what was added
+        assert series[-1] == added[app][-1]  # the newest point is always there
+        assert all(rho <= RHO_MAX for _, rho in series)
+    if added:
+        last_app = next(app for _, (app, rho) in reversed(list(enumerate(points))) if rho == rho)
+        assert last_app in kept  # the app seen last is never the one dropped
+    assert history.series({"a"}).keys() <= {"a"}
