@@ -164,7 +164,7 @@
     var body = $("apps").tBodies[0];
     clear(body);
     data.apps.forEach(function (a) {
-      var row = el("tr");
+      var row = el("tr", null, "app");
       row.setAttribute("data-app", a.app_id);
       var name = el("td", a.app_id, "swatch " + colour(a.app_id));
       row.appendChild(name);
@@ -242,7 +242,7 @@
     var body = $("queued").tBodies[0];
     clear(body);
     data.queued.forEach(function (q) {
-      var row = el("tr");
+      var row = el("tr", null, "queued");
       row.setAttribute("data-app", q.app_id);
       cells(row, [q.app_id, q.trial_id, q.state, q.gpus, q.steps_done + " / " + q.steps_total]);
       body.appendChild(row);
@@ -257,7 +257,7 @@
     var body = $("events").tBodies[0];
     clear(body);
     data.events.forEach(function (e) {
-      var row = el("tr");
+      var row = el("tr", null, "event");
       row.setAttribute("data-app", e.app_id);
       cells(row, [clock(e.wall), e.app_id, e.trial_id || "", e.message]);
       body.appendChild(row);
