@@ -20,8 +20,7 @@ CHROMIUM = next(
 #: The skip reason, worded apart from the report's screenshot tests (their conftest counts
 #: skips by "chromium is not installed").
 ABSENT = (
-    "dashboard browser test: chromium is absent (apt-get install -y chromium; .ci/run "
-    "installs it)"
+    "dashboard browser test: chromium is absent (apt-get install -y chromium; .ci/run installs it)"
 )
 
 

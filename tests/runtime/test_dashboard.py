@@ -132,9 +132,10 @@ def test_the_page_loads_without_a_token_holds_no_data_and_lets_only_its_script_r
     assert b"style=" not in page and b"<style" not in page
     for name in ("dashboard.js", "dashboard.css"):
         status, body = call(busy.url, "GET", f"/dashboard/{name}", None)
-        assert status == 200 and body == resources.files("themis.runtime").joinpath(
-            "static", name
-        ).read_bytes()
+        assert (
+            status == 200
+            and body == resources.files("themis.runtime").joinpath("static", name).read_bytes()
+        )
     for name in ("../api.py", "nothing.js", "dashboard.html"):
         assert call(busy.url, "GET", f"/dashboard/{name}", None)[0] == 404
     status, _ = call(busy.url, "GET", "/", None)
@@ -208,3 +209,93 @@ def test_rho_history_is_bounded_ordered_and_keeps_the_newest(points, max_points,
         last_app = next(app for _, (app, rho) in reversed(list(enumerate(points))) if rho == rho)
         assert last_app in kept  # the app seen last is never the one dropped
     assert history.series({"a"}).keys() <= {"a"}
+
+
+# -- the answer, from a store and a view made by hand -----------------------------------
+
+NODES = ["node-a" + "0" * 50, "node-b" + "0" * 50]
+VIEW_MACHINES = [
+    {"node_id": NODES[0], "rack": "r0", "gpus": 2, "gpu_type": None, "address": "10.0.0.1"},
+    {"node_id": NODES[1], "rack": "r1", "gpus": 2, "gpu_type": "V100", "address": "10.0.0.2"},
+]
+
+
+@pytest.fixture(scope="module")
+def hand_store(tmp_path_factory):
+    """Apps 'red' (running, 2 trials) and 'blue' (submitted, 3 trials): red's t000 holds
+    node a's GPUs until t=130, red's t001 drains on node b's slot 0."""
+    from themis.runtime.appfile import load_app_file
+    from themis.runtime.store import Store
+
+    tmp = tmp_path_factory.mktemp("hand")
+    store = Store(tmp / "state", init=True)
+    for name, trials in (("red", 2), ("blue", 3)):
+        store.add_app(load_app_file(app_yaml(tmp, name, trials=trials)), "h-" + name, "x")
+    store.update_app("red", state="running", rho=1.5)
+    store.set_lease("red", "t000", [(NODES[0], 0), (NODES[0], 1)], 100.0, 130.0)
+    store.update_trial("red", "t001", state="waiting")
+    store.log(5.0, "red", "t000", "granted")
+    store.log(6.0, "blue", None, "submitted")
+    yield store
+    store.close()
+
+
+def hand_view(**extra):
+    return {
+        "epoch": 1000.0,
+        "machines": VIEW_MACHINES,
+        "rho": {"red": [(1100.0, 2.0), (1101.0, 1.5)], "gone": [(1.0, 1.0)]},
+        "draining": [[NODES[1], 0, "red", "t001"]],
+        **extra,
+    }
+
+
+def test_the_answer_places_leases_on_machines_in_wall_clock_and_marks_draining(hand_store):
+    from themis.runtime.auth import Principal
+    from themis.runtime.dashboard import cluster_answer
+
+    answer = cluster_answer(hand_store, hand_view(), Principal("admin"))
+    a, b = answer["machines"]
+    assert (a["rack"], b["rack"], b["gpu_type"], a["address"]) == ("r0", "r1", "V100", "10.0.0.1")
+    assert [(g["app_id"], g["trial_id"], g["until"]) for g in a["gpus"]] == [
+        ("red", "t000", 1130.0),  # epoch + the store's runtime seconds
+        ("red", "t000", 1130.0),
+    ]
+    assert a["gpus"][0]["granted_at"] == 1100.0 and not a["gpus"][0]["draining"]
+    assert b["gpus"][0] == {
+        "slot": 0, "app_id": "red", "trial_id": "t001", "granted_at": None, "until": None,
+        "other": False, "draining": True,
+    }  # fmt: skip
+    assert b["gpus"][1]["app_id"] is None and not b["gpus"][1]["other"]
+    assert set(answer["rho"]) == {"red"}  # series only of apps in the store
+    assert answer["rho"]["red"] == [[1100.0, 2.0], [1101.0, 1.5]]
+    queued = [(q["app_id"], q["trial_id"], q["state"]) for q in answer["queued"]]
+    assert queued == [("red", "t001", "waiting")] + [("blue", f"t00{k}", "submitted")
+                                                      for k in range(3)]  # fmt: skip
+    assert answer["queued_total"] == 4
+    assert [e["message"] for e in answer["events"]] == ["submitted", "granted"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    holders=st.lists(st.sampled_from(["red", "blue", None]), min_size=4, max_size=4),
+    viewer=st.sampled_from(["red", "blue"]),
+)
+def test_an_app_token_never_sees_another_apps_name(hand_store, holders, viewer) -> None:
+    """Whoever drains where, the answer to one app's token names no other app."""
+    from themis.runtime.auth import Principal
+    from themis.runtime.dashboard import cluster_answer
+
+    slots = [(n, s) for n in NODES for s in (0, 1)]
+    draining = [[n, s, app, "t002"] for (n, s), app in zip(slots, holders, strict=True) if app]
+    view = hand_view(draining=draining, rho={"red": [(1.0, 1.0)], "blue": [(1.0, 2.0)]})
+    # red's lease covers node a: a draining entry there is ignored (the lease shows).
+    answer = cluster_answer(hand_store, view, Principal("app", viewer))
+    other = "blue" if viewer == "red" else "red"
+    assert other not in json.dumps(answer)
+    assert [a["app_id"] for a in answer["apps"]] == [viewer]
+    gpus = [g for m in answer["machines"] for g in m["gpus"]]
+    assert sum(g["other"] for g in gpus) == sum(
+        1 for k, (n, s) in enumerate(slots)
+        if (n == NODES[0] and viewer != "red") or (n == NODES[1] and holders[k] == other)
+    )  # fmt: skip

@@ -105,6 +105,9 @@ class GpuSlot(BaseModel):
     granted_at: float | None = Field(description="wall clock of the grant")
     until: float | None = Field(description="wall clock its lease ends (None: open-ended)")
     other: bool = Field(description="held by an app this token may not see (app tokens)")
+    draining: bool = Field(
+        description="its lease ended and its job has not returned yet (checkpointing)"
+    )
 
 
 class Machine(BaseModel):

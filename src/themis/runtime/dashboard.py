@@ -11,9 +11,10 @@ and removed from the address bar at once.
 What each token sees, as everywhere in the API (``runtime.auth``):
 
 - the admin and the submit token: everything, read-only;
-- an app token: its own app only. GPUs other apps hold are shown as taken by "another
-  app", with no name, trial or lease end (one lease end per lease would group them back
-  into apps); other apps' rows, rho, queued trials and events are left out.
+- an app token: its own app only. GPUs other apps hold (or their stopping jobs still
+  hold) are shown as taken by "another app", with no name, trial or lease end (one lease
+  end per lease would group them back into apps); other apps' rows, rho, queued trials
+  and events are left out.
 
 The answer is assembled here from the store (apps, trials, leases, events; read-only)
 and from :meth:`StatusReporting.cluster_view` (machines, rho history), which only the
@@ -75,12 +76,20 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
     for lease in store.leases():
         for node_id, slot in lease.gpus:
             held[(str(node_id), int(slot))] = lease
+    stopping = {(str(n), int(s)): (str(a), str(t)) for n, s, a, t in view.get("draining", [])}
     machines = []
     for node in view.get("machines", []):
         gpus = []
         for slot in range(int(node["gpus"])):
             holder = held.get((node["node_id"], slot))
-            if holder is None:
+            job = stopping.get((node["node_id"], slot))
+            if holder is None and job is not None:
+                # No lease any more, but its job has not returned: the GPU is not free.
+                if visible(job[0]):
+                    gpus.append(_gpu(slot, job[0], job[1], draining=True))
+                else:
+                    gpus.append(_gpu(slot, other=True, draining=True))
+            elif holder is None:
                 gpus.append(_gpu(slot))
             elif visible(holder.app_id):
                 until = None if holder.until is None else epoch + holder.until
@@ -150,6 +159,7 @@ def _gpu(
     granted_at: float | None = None,
     until: float | None = None,
     other: bool = False,
+    draining: bool = False,
 ) -> dict[str, Any]:
     return {
         "slot": slot,
@@ -158,4 +168,5 @@ def _gpu(
         "granted_at": granted_at,
         "until": until,
         "other": other,
+        "draining": draining,
     }

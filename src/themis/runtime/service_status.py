@@ -80,9 +80,17 @@ class StatusReporting(ServiceBase):
 
     def cluster_view(self) -> dict[str, Any]:
         """What the dashboard needs that only the loop knows (read from the API thread):
-        the machines of the GPU inventory, each app's rho over time, and the epoch the
-        store's times count from. Leases, trials and events come from the store."""
+        the machines of the GPU inventory, the GPUs of jobs told to stop that still hold
+        them (draining: ``[node id, slot, app, trial]``), each app's rho over time, and
+        the epoch the store's times count from. Leases, trials and events come from the
+        store."""
         inventory = self.inventory  # replaced whole by the loop, never changed in place
+        draining = []
+        for (app_id, trial_id), job in list(self.jobs.draining.items()):
+            for g in job.gpus:
+                if 0 <= g < len(inventory.slots):
+                    node_id, slot = inventory.slots[g]
+                    draining.append([node_id, slot, app_id, trial_id])
         return {
             "epoch": self.epoch,
             "machines": [
@@ -96,4 +104,5 @@ class StatusReporting(ServiceBase):
                 for node in inventory.nodes
             ],
             "rho": self.rho_history.series(),
+            "draining": draining,
         }

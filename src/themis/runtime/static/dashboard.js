@@ -126,15 +126,16 @@
         var list = el("ol", null, "gpus");
         m.gpus.forEach(function (g) {
           total += 1;
-          var item = el("li", null, "gpu");
+          var item = el("li", null, g.draining ? "gpu draining" : "gpu");
           item.appendChild(el("span", "g" + g.slot, "slot"));
           if (g.app_id) {
             busy += 1;
             item.className += " held " + colour(g.app_id);
             item.setAttribute("data-app", g.app_id);
             item.appendChild(el("span", g.app_id + " / " + g.trial_id, "holder"));
-            var until = g.until === null ? "open-ended lease" :
-              "until " + clock(g.until) + " (in " + span(g.until - data.now) + ")";
+            var until = g.draining ? "stopping: lease ended, job checkpointing" :
+              (g.until === null ? "open-ended lease" :
+                "until " + clock(g.until) + " (in " + span(g.until - data.now) + ")");
             item.appendChild(el("span", until, "until"));
           } else if (g.other) {
             busy += 1;
@@ -318,7 +319,9 @@
   function start() {
     var hash = window.location.hash;
     if (hash.indexOf("#token=") === 0) {
-      keep(decodeURIComponent(hash.slice("#token=".length)));
+      var given = hash.slice("#token=".length);
+      try { given = decodeURIComponent(given); } catch (e) { /* kept as written */ }
+      keep(given);
       history.replaceState(null, "", window.location.pathname + window.location.search);
     }
     $("login").addEventListener("submit", function (event) {
