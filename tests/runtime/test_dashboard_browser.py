@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.runtime.browser import ABSENT, CHROMIUM, Dom, dump_dom
+from tests.runtime.browser import ABSENT, CHROMIUM, Dom, Tab, dump_dom
 from tests.runtime.conftest import app_yaml
+from tests.runtime.fakes import Behaviour
 from tests.runtime.raytest import local_cluster
 from tests.runtime.test_api import Arbiter, call, submitted, themis
 from tests.runtime.test_end_to_end import start_serve
@@ -162,5 +163,75 @@ def test_hostile_app_names_and_messages_render_as_text(tmp_path: Path) -> None:
                 assert f"</td></tr></table>{name}<b>bold</b>" in events
             if token == own:
                 assert HOSTILE[0] not in dom.by_id("view").text
+    finally:
+        arbiter.close()
+
+
+# -- a user typing the token ------------------------------------------------------------
+
+
+@pytest.fixture
+def tab(tmp_path: Path):
+    t = Tab(tmp_path / "tab-profile")
+    try:
+        yield t
+    finally:
+        t.close()
+
+
+STATE = "document.body && document.body.getAttribute('data-state')"
+HOLDERS = "[...document.querySelectorAll('li.gpu[data-app]')].map(e => e.dataset.app).sort()"
+
+
+def test_typing_a_token_keeps_it_in_the_tab_and_out_of_every_url(tmp_path: Path, tab) -> None:
+    arbiter = Arbiter(tmp_path / "state", {"alpha": Behaviour(0.2), "beta": Behaviour(0.2)})
+    try:
+        tokens = {
+            name: submitted(
+                themis("submit", app_yaml(tmp_path, name, trials=2, steps=10**5),
+                       server=arbiter.url, token=arbiter.submitter)
+            )
+            for name in ("alpha", "beta")
+        }  # fmt: skip
+        tab.go(f"{arbiter.url}/dashboard")
+        assert tab.wait_for(f"{STATE} === 'no-token' && {STATE}")
+        assert tab.evaluate("document.activeElement.id") == "token"
+        # Typed and submitted as a user does: the form's own submit event.
+        tab.evaluate(
+            f"document.getElementById('token').value = {json.dumps(tokens['alpha'])};"
+            "document.getElementById('login').requestSubmit(); true"
+        )
+        assert tab.wait_for(f"{STATE} === 'ok' && {HOLDERS}.length && {HOLDERS}") == [
+            "alpha",
+            "alpha",
+        ]
+        assert tab.evaluate("document.getElementById('token').value") == ""  # not left there
+        assert tab.evaluate("sessionStorage.getItem('themis.token')") == tokens["alpha"]
+        assert tab.evaluate("localStorage.length") == 0 and tab.evaluate("document.cookie") == ""
+        assert tab.evaluate("location.href") == f"{arbiter.url}/dashboard"
+        assert "beta" not in tab.evaluate("document.documentElement.outerHTML")
+        # The page refreshes itself (the 3 s timer), and survives a reload of the tab.
+        first = tab.evaluate("document.getElementById('updated').textContent")
+        tab.wait_for(f"document.getElementById('updated').textContent !== {json.dumps(first)}")
+        tab.reload()
+        assert tab.wait_for(f"{STATE} === 'ok' && {HOLDERS}.length > 0")
+        # Forgotten: gone from the tab, the form is back.
+        tab.evaluate("document.getElementById('forget').click(); true")
+        assert tab.wait_for(f"{STATE} === 'no-token'")
+        assert tab.evaluate("sessionStorage.getItem('themis.token')") is None
+        # A fragment token is read, then removed from the address bar.
+        tab.go(f"{arbiter.url}/dashboard#token={tokens['beta']}")
+        assert tab.wait_for(f"{STATE} === 'ok' && {HOLDERS}.length && {HOLDERS}") == [
+            "beta",
+            "beta",
+        ]
+        assert tab.evaluate("location.href") == f"{arbiter.url}/dashboard"
+        # A token rotated away or mistyped is refused on the next refresh, and forgotten.
+        tab.evaluate("sessionStorage.setItem('themis.token', 'wrong'); true")
+        assert tab.wait_for(f"{STATE} === 'refused'", timeout=10)
+        notice = tab.evaluate("document.getElementById('notice').textContent")
+        assert notice.startswith("Refused (401): unknown token")
+        assert tab.evaluate("sessionStorage.getItem('themis.token')") is None
+        assert tab.evaluate("document.getElementById('view').hidden") is True
     finally:
         arbiter.close()

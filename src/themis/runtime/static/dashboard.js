@@ -14,6 +14,9 @@
   var SVG = "http://www.w3.org/2000/svg";
   var COLOURS = 8; // classes c0..c7 in dashboard.css
   var timer = null;
+  // Bumped whenever polling restarts or stops: an answer to an older request is dropped,
+  // so a token forgotten or replaced while a request is in flight is not shown again.
+  var generation = 0;
 
   function $(id) { return document.getElementById(id); }
 
@@ -73,8 +76,13 @@
     try { sessionStorage.removeItem(KEY); } catch (e) { /* nothing kept */ }
   }
 
-  function askForToken(state, message) {
+  function stopPolling() {
+    generation += 1;
     if (timer !== null) { clearTimeout(timer); timer = null; }
+  }
+
+  function askForToken(state, message) {
+    stopPolling();
     $("view").hidden = true;
     $("forget").hidden = true;
     $("login").hidden = false;
@@ -284,6 +292,7 @@
 
   function refresh() {
     timer = null;
+    var mine = generation;
     var value = token();
     if (!value) {
       askForToken("no-token", "A token is needed to see the cluster: enter the operator's " +
@@ -297,6 +306,7 @@
       referrerPolicy: "no-referrer",
     }).then(function (response) {
       return response.json().catch(function () { return {}; }).then(function (body) {
+        if (mine !== generation) { return; }
         if (response.status === 401 || response.status === 403) {
           forget();
           askForToken("refused", "Refused (" + response.status + "): " +
@@ -310,26 +320,42 @@
         timer = setTimeout(refresh, REFRESH_MS);
       });
     }).catch(function (err) {
+      if (mine !== generation) { return; }
       setState("unreachable", "The arbiter does not answer (" + err.message + "); trying " +
         "again every " + REFRESH_MS / 1000 + " s.");
       timer = setTimeout(refresh, REFRESH_MS);
     });
   }
 
-  function start() {
+  // A "#token=..." fragment: kept in the tab, then removed from the address bar. Returns
+  // whether there was one.
+  function tokenFromFragment() {
     var hash = window.location.hash;
-    if (hash.indexOf("#token=") === 0) {
-      var given = hash.slice("#token=".length);
-      try { given = decodeURIComponent(given); } catch (e) { /* kept as written */ }
-      keep(given);
-      history.replaceState(null, "", window.location.pathname + window.location.search);
-    }
+    if (hash.indexOf("#token=") !== 0) { return false; }
+    var given = hash.slice("#token=".length);
+    try { given = decodeURIComponent(given); } catch (e) { /* kept as written */ }
+    keep(given);
+    history.replaceState(null, "", window.location.pathname + window.location.search);
+    return true;
+  }
+
+  function start() {
+    tokenFromFragment();
+    window.addEventListener("hashchange", function () {
+      // The same page given a token in its address bar: no reload happens, so read it here.
+      if (tokenFromFragment()) {
+        stopPolling();
+        setState("loading", "");
+        refresh();
+      }
+    });
     $("login").addEventListener("submit", function (event) {
       event.preventDefault();
       var value = $("token").value.trim();
       $("token").value = "";
       if (!value) { return; }
       keep(value);
+      stopPolling();
       setState("loading", "");
       refresh();
     });
