@@ -206,6 +206,14 @@ def test_typing_a_token_keeps_it_in_the_tab_and_out_of_every_url(tmp_path: Path,
             "alpha",
         ]
         assert tab.evaluate("document.getElementById('token').value") == ""  # not left there
+        # The style sheet applied (the page's policy allows its own): each GPU bar has the
+        # colour of its app, as the rho line does.
+        bar = tab.evaluate(
+            "getComputedStyle(document.querySelector('li.gpu[data-app]')).borderLeftColor"
+        )
+        tab.wait_for("document.querySelector('polyline')")
+        line = tab.evaluate("getComputedStyle(document.querySelector('polyline')).stroke")
+        assert bar == line == "rgb(68, 119, 170)"  # c0, #4477AA
         assert tab.evaluate("sessionStorage.getItem('themis.token')") == tokens["alpha"]
         assert tab.evaluate("localStorage.length") == 0 and tab.evaluate("document.cookie") == ""
         assert tab.evaluate("location.href") == f"{arbiter.url}/dashboard"
