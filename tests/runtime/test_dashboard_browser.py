@@ -211,7 +211,7 @@ def test_typing_a_token_keeps_it_in_the_tab_and_out_of_every_url(tmp_path: Path,
         bar = tab.evaluate(
             "getComputedStyle(document.querySelector('li.gpu[data-app]')).borderLeftColor"
         )
-        tab.wait_for("document.querySelector('polyline')")
+        tab.wait_for("document.querySelectorAll('polyline').length")
         line = tab.evaluate("getComputedStyle(document.querySelector('polyline')).stroke")
         assert bar == line == "rgb(68, 119, 170)"  # c0, #4477AA
         assert tab.evaluate("sessionStorage.getItem('themis.token')") == tokens["alpha"]
