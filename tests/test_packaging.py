@@ -4,6 +4,7 @@ one version, an installable torch extra."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
 import subprocess
 import sys
@@ -43,7 +44,18 @@ def test_the_version_is_written_once() -> None:
     project = PYPROJECT["project"]
     assert "version" not in project and "version" in project["dynamic"]
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "themis.__version__"}
-    assert importlib.metadata.version("themis-scheduler") == themis.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", themis.__version__)
+    # The installed metadata is this checkout's when it was installed from here (CI, the
+    # README's `pip install -e`); a shared environment installed from another checkout
+    # keeps that one's until reinstalled. The wheel built from this checkout carries this
+    # version in any case (tests/test_wheel.py).
+    dist = importlib.metadata.distribution("themis-scheduler")
+    source = json.loads(dist.read_text("direct_url.json") or "{}").get("url")
+    if source == ROOT.resolve().as_uri():
+        assert dist.version == themis.__version__, (
+            f"the installed metadata says {dist.version}: an editable install keeps the "
+            "version it was installed with; reinstall (pip install --no-deps -e .)"
+        )
 
 
 def test_the_torch_extra_is_a_range_the_cpu_build_on_disk_satisfies() -> None:
@@ -101,3 +113,12 @@ def test_build_output_is_ignored_and_the_changelog_has_this_version() -> None:
     assert "dist/" in (ROOT / ".gitignore").read_text().splitlines()
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"## [{themis.__version__}]" in changelog
+
+
+def test_the_newest_changelog_entry_is_this_version_with_its_date() -> None:
+    """A release is a dated entry at the top; work after it goes under "Unreleased"."""
+    headings = re.findall(r"^## \[([^\]]+)\](.*)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    released = [(name, rest) for name, rest in headings if name != "Unreleased"]
+    name, rest = released[0]
+    assert name == themis.__version__
+    assert re.fullmatch(r" - \d{4}-\d{2}-\d{2}", rest), rest

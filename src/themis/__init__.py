@@ -12,7 +12,7 @@ from typing import Any
 from themis.errors import ThemisError
 
 __all__ = ["ThemisError", "Trial", "lease"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The lease API for training code, loaded on first use so that ``import themis`` stays
 #: light (the runtime's Ray-facing modules are never imported from here).

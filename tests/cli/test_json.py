@@ -26,7 +26,7 @@ def test_simulate_json(cli, tiny_trace, tmp_path) -> None:
     assert doc["out"] == str(out) and doc["config"]["policy"] == "fifo"
     assert set(doc["summary"]) == SUMMARY_KEYS
     written = json.loads((out / "summary.json").read_text())
-    assert doc["summary"] == {k: v for k, v in written.items() if k != "config"}
+    assert doc["summary"] == {k: v for k, v in written.items() if k not in ("config", "options")}
     assert "tiny.csv: 3 apps" in doc["workload"]
     assert f"wrote {out}/" in result.err  # the person's lines moved to stderr
 

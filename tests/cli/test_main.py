@@ -33,6 +33,7 @@ def test_every_command_is_registered() -> None:
     assert set(group.list_commands(ctx)) == {
         "simulate",
         "compare",
+        "replay",
         "auction",
         "policies",
         "experiment",

@@ -25,8 +25,8 @@ ROOT = Path(__file__).parents[2]
 README = (ROOT / "README.md").read_text()
 THEMIS = Path(sys.executable).with_name("themis")
 SMALL = ROOT / "tests" / "workload" / "samples" / "hyperdrive.csv"
-#: Need a running arbiter (``themis serve``): covered by tests/runtime.
-SERVER = {"serve", "submit", "status", "logs", "cancel"}
+#: Need a running arbiter (``themis serve``) or the state it wrote: covered by tests/runtime.
+SERVER = {"serve", "submit", "status", "logs", "cancel", "replay"}
 
 pytestmark = pytest.mark.skipif(not THEMIS.exists(), reason="themis script not installed")
 
@@ -66,6 +66,10 @@ def workdir(tmp_path_factory) -> Path:
     """A working directory with the repository's examples, as a fresh clone has."""
     path = tmp_path_factory.mktemp("readme")
     (path / "examples").symlink_to(ROOT / "examples")
+    for block in blocks("toml"):  # a file the commands read: its first line names it
+        name = re.match(r"# (\S+\.toml)\n", block)
+        if name is not None:
+            (path / name.group(1)).write_text(block)
     return path
 
 

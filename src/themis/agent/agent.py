@@ -33,6 +33,11 @@ _SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 class Agent:
+    """The agent of one app, through which the arbiter asks it everything: its rho and
+    whether it is starving (``standing``), its rho with a GPU set (``rho_with``), its bid
+    for an offer (``bid``: at most ``max_menu`` bundles), and which GPUs of a partly
+    granted bundle it keeps (``units``, ``trim``: whole gangs)."""
+
     def __init__(self, app: AppState, cluster: Cluster, max_menu: int = 32) -> None:
         self.app = app
         self.cluster = cluster

@@ -52,6 +52,11 @@ def offered_count(wanting: int, fairness_knob: float) -> int:
     return max(1, math.ceil((1.0 - fairness_knob) * wanting - 1e-9))
 
 
+def renewed_count(wanting: int, renewal_share: float) -> int:
+    """How many of the worst-off apps keep their ending leases: ceil(share n)."""
+    return math.ceil(renewal_share * wanting - 1e-9)
+
+
 @dataclass
 class RoundRecord:
     """What happened in one round, for explanations and tests."""
@@ -83,6 +88,7 @@ class Arbiter:
         lease_align: float = 0.0,
         limits: Limits | None = None,
         ranking: str = "verified",
+        renewal_share: float = 0.0,
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
@@ -92,6 +98,8 @@ class Arbiter:
             raise ValueError("the reservation bound must be >= 0 seconds (0: no reservations)")
         if lease_align < 0:
             raise ValueError("the lease alignment must be >= 0 seconds (0: not aligned)")
+        if not 0.0 <= renewal_share <= 1.0:
+            raise ValueError("the renewal share must satisfy 0 <= share <= 1")
         if ranking not in RANKINGS:
             raise ValueError(f"the ranking must be one of {', '.join(RANKINGS)}")
         self.cluster = cluster
@@ -104,6 +112,8 @@ class Arbiter:
         self.reservation_bound = lease if reservation_bound is None else reservation_bound
         self.lease_align = lease_align
         self.ranking = ranking
+        #: The worst-off share of wanting apps whose ending leases are renewed in place.
+        self.renewal_share = renewal_share
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         rank = cluster.topology_rank
@@ -243,6 +253,17 @@ class Arbiter:
         # Jobs running after this round, as far as the app scheduler and the leftover step
         # (which only place jobs of apps in ``wanting``) need to know.
         planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
+        if self.renewal_share > 0 and ending:
+            keepers = wanting[: max(len(offered), renewed_count(len(wanting), self.renewal_share))]
+            renewed = self._renew_in_place(ending, keepers, pool, kept, grants, planned, now)
+            if renewed:
+                ended -= renewed
+                renewable = {
+                    app_id: [j for j in jobs if id(j) not in renewed]
+                    for app_id, jobs in renewable.items()
+                }
+                wanting = [a for a in wanting if a.demand() > len(kept[a.app_id])]
+                offered = [a for a in offered if a.demand() > len(kept[a.app_id])]
 
         # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
         reserved, started = self._reserve(view, wanting, pool, now, grants, planned)
@@ -329,6 +350,37 @@ class Arbiter:
         self.last_round = record
         self._started.update(job.app.spec.tenant for job in grants)
         return grants, ending
+
+    def _renew_in_place(
+        self,
+        ending: Sequence[JobState],
+        keepers: Sequence[AppState],
+        pool: set[int],
+        kept: dict[str, list[int]],
+        grants: Schedule,
+        planned: set[int],
+        now: float,
+    ) -> set[int]:
+        """Renew on their GPUs the ending grants of ``keepers`` (the worst-off apps): those
+        GPUs leave the pool and count as kept. An app worse off than most has nothing to
+        gain from handing its GPUs to another worse-off app and taking others back (a
+        restart each way); only better-off apps' ending leases go up for grabs. A grant on
+        the current reservation's target is not renewed (the reservation waits for it)."""
+        ids = {a.app_id for a in keepers}
+        res = self.reservations.current
+        target = set(res.target) if res is not None else set()
+        until = self.lease_end(now)
+        renewed: set[int] = set()
+        for job in ending:
+            app_id = job.app.app_id
+            if app_id not in ids or target.intersection(job.gpus):
+                continue
+            grants[job] = Assignment(job.gpus, until)
+            planned.add(id(job))
+            pool.difference_update(job.gpus)
+            kept[app_id] = [*kept[app_id], *job.gpus]
+            renewed.add(id(job))
+        return renewed
 
     def _first_gpu_wait(self, candidates: Sequence[AppState]) -> AppState | None:
         """Of ``candidates`` (apps not offered this round), the one that has waited longest

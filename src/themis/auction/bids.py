@@ -17,6 +17,10 @@ class MenuEntry:
 
 @dataclass(frozen=True)
 class Bid:
+    """One app's bid: its rho if it won nothing this round (``rho_none``) and a menu of
+    GPU bundles with the rho each would give it. The auction values a bundle by the
+    improvement ``rho_none / rho``."""
+
     app_id: str
     rho_none: float
     menu: tuple[MenuEntry, ...]

@@ -53,6 +53,11 @@ class AppOutcome:
 
 @dataclass(frozen=True)
 class AuctionOutcome:
+    """The auction's answer: per bidder its proportional-fair bundle x*_i, the fraction c_i
+    PA grants and the GPUs it receives; the offered GPUs no bidder receives (the hidden
+    payments and unsold GPUs, for the leftover allocation); and how close to proven the
+    solves are (docs/auction.md)."""
+
     apps: dict[str, AppOutcome]
     leftover: tuple[Hashable, ...]  # offered GPUs granted to no bidder
     objective: float  # sum of log-utility gains of x* over winning nothing

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from themis.cli import defaults
+from themis.cli.config_file import config_option, simulate_options
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
@@ -25,7 +26,7 @@ from themis.cli.run_options import (
     run_options,
     workers_option,
 )
-from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
+from themis.cli.seeds import parse_seeds, seed_given, seeds_from_config_yield, seeds_option
 
 if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run starts
     from themis.experiments.runner import RunRequest
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run st
 
 
 @click.command(short_help="Replay a trace under several policies, one table.")
+@config_option
 @click.option(
     "--policies",
     default=None,
@@ -70,7 +72,7 @@ def compare(
     OUT/<policy>/ (with --seeds: OUT/seed<s>/<policy>/) plus OUT/comparison.json."""
     config = make_config(**options)
     names = parse_policies(policies, "--policies")
-    seed_list = parse_seeds(seeds, seed_on_command_line())
+    seed_list = parse_seeds(seeds_from_config_yield(seeds), seed_given())
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
     from themis.cli.out_dir import claim
@@ -82,13 +84,15 @@ def compare(
     for seeded in configs:
         workload, cluster = load_inputs(seeded)
         line = describe(workload, cluster, seeded)
+        each = {n: simulate_options(options, policy=n, seed=seeded.seed) for n in names}
         if seed_list is None:
-            requests += [request(n, workload, seeded, out_dir / n) for n in names]
+            requests += [request(n, workload, seeded, out_dir / n, None, each[n]) for n in names]
         else:
             line = f"seed {seeded.seed}: {line}"
             where = out_dir / f"seed{seeded.seed}"
             requests += [
-                request(n, workload, seeded, where / n, f"{n} seed {seeded.seed}") for n in names
+                request(n, workload, seeded, where / n, f"{n} seed {seeded.seed}", each[n])
+                for n in names
             ]
         lines.append(line)
         say(line, as_json)

@@ -44,6 +44,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
         "themis.cli.compare:compare",
         "Replay a trace under several policies, one table.",
     ),
+    "replay": (
+        "themis.cli.replay:replay",
+        "Simulate what the runtime ran, under any policy.",
+    ),
     "auction": (
         "themis.cli.auction:auction",
         "Run one Partial Allocation auction from a JSON file.",
@@ -198,12 +202,23 @@ def command_line() -> str:
     return shlex.join([PROG, *_running])
 
 
+def _config_origin(exc: ThemisError) -> str:
+    """Where a bad option's value came from, when a ``--config`` file set it."""
+    loaded = sys.modules.get("themis.cli.config_file")  # only if a command imported it
+    if loaded is None or exc.field is None or exc.source is not None:
+        return ""
+    return str(loaded.origin(exc.field))
+
+
 def _run(args: list[str]) -> int:
     _running[:] = args
+    loaded = sys.modules.get("themis.cli.config_file")
+    if loaded is not None:
+        loaded.forget()
     try:
         code = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except ThemisError as exc:
-        return _error(exc.format())
+        return _error(exc.format() + _config_origin(exc))
     except click.exceptions.UsageError as exc:
         if _is_no_args_help(exc):  # a command with no_args_is_help=True, click >= 8.2
             click.echo(exc.format_message())

@@ -67,6 +67,8 @@ class RunConfig:
     lease_align_s: float = 0.0
     #: Themis: how the arbiter ranks apps ("verified" or "declared").
     ranking: str = PolicyOptions.ranking
+    #: Themis: the worst-off share of wanting apps whose ending leases are renewed in place.
+    renewal_share: float = PolicyOptions.renewal_share
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
     gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
@@ -91,6 +93,7 @@ class RunConfig:
             reservation_bound=self.reservation_bound_s,
             lease_align=self.lease_align_s,
             ranking=self.ranking,
+            renewal_share=self.renewal_share,
             gavel_resolve=self.gavel_resolve,
             tiresias_thresholds=self.tiresias_queues,
             tiresias_promote_knob=self.tiresias_promote_knob,
@@ -130,6 +133,7 @@ class RunConfig:
         )
         out["lease_align_s"] = self.lease_align_s
         out["ranking"] = self.ranking
+        out["renewal_share"] = self.renewal_share
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
@@ -257,6 +261,15 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "observed progress only) or by the rho of their declared remaining work.",
         ),
         click.option(
+            "--renewal-share",
+            type=float,
+            default=PolicyOptions.renewal_share,
+            show_default=True,
+            metavar="R",
+            help="Themis: leases ending for the worst-off R (0..1) of the apps that want "
+            "GPUs are renewed in place, not auctioned (0: all auctioned, as in the paper).",
+        ),
+        click.option(
             "--auction-node-limit",
             type=int,
             default=DEFAULT_NODE_LIMIT,
@@ -330,6 +343,19 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def run_options_except(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``run_options`` without the options named (by parameter name): for commands whose
+    workload does not come from ``--trace`` (``themis replay``)."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = run_options(command)
+        params = command.__click_params__  # type: ignore[attr-defined]
+        command.__click_params__ = [p for p in params if p.name not in names]  # type: ignore[attr-defined]
+        return command
+
+    return decorate
 
 
 def baseline_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -443,6 +469,7 @@ def make_config(
     reservation_bound: float | None = None,
     lease_align: float = 0.0,
     ranking: str = PolicyOptions.ranking,
+    renewal_share: float = PolicyOptions.renewal_share,
     gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
@@ -476,6 +503,8 @@ def make_config(
             f"must be a number of seconds >= 0, got {reservation_bound}",
             field="--reservation-bound",
         )
+    if not (math.isfinite(renewal_share) and 0 <= renewal_share <= 1):
+        raise ThemisError(f"must be in [0, 1], got {renewal_share}", field="--renewal-share")
     if not (math.isfinite(lease_align) and lease_align >= 0):
         raise ThemisError(
             f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
@@ -535,6 +564,7 @@ def make_config(
             reservation_bound_s=reservation_bound,
             lease_align_s=lease_align,
             ranking=ranking,
+            renewal_share=renewal_share,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
@@ -561,6 +591,7 @@ def make_config(
         reservation_bound_s=reservation_bound,
         lease_align_s=lease_align,
         ranking=ranking,
+        renewal_share=renewal_share,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,

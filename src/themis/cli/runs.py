@@ -4,7 +4,9 @@ and a workload into a run request, running a batch with a progress bar, printing
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -20,10 +22,16 @@ PIPE_WIDTH = 120
 
 
 def request(
-    policy: str, workload: Workload, config: RunConfig, out_dir: Path, label: str | None = None
+    policy: str,
+    workload: Workload,
+    config: RunConfig,
+    out_dir: Path,
+    label: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> RunRequest:
     """The run of ``policy`` on ``workload`` with ``config``'s knobs and seed, its files
-    written to ``out_dir``."""
+    written to ``out_dir``; ``options``: the ``themis simulate`` options that reproduce
+    it, recorded in its ``summary.json`` (``cli/config_file.simulate_options``)."""
     return RunRequest(
         label or policy,
         policy,
@@ -35,6 +43,7 @@ def request(
         out_dir=out_dir,
         config={"policy": policy, **config.to_dict()},
         conditions=config.conditions(),
+        simulate_options=options,
     )
 
 

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from themis.cli import defaults
+from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
@@ -63,6 +64,7 @@ def _client(server: str, token: str | None) -> Any:
 
 
 @click.command(short_help="Run the arbiter on a Ray cluster.")
+@config_option
 @_STATE
 @click.option("--address", default=None, help="Join this Ray cluster instead of starting one.")
 @click.option(

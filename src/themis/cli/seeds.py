@@ -51,6 +51,29 @@ def parse_seeds(text: str | None, seed_given: bool) -> list[int] | None:
     return numbers
 
 
+def _source(name: str) -> click.core.ParameterSource | None:
+    return click.get_current_context().get_parameter_source(name)
+
+
+def seed_given() -> bool:
+    """Whether ``--seed`` was given as well as ``--seeds``, at the same level: both on the
+    command line, or both in a ``--config`` file (a flag overrides a file)."""
+    sources = _source("seed"), _source("seeds")
+    file = click.core.ParameterSource.DEFAULT_MAP
+    return sources[0] is click.core.ParameterSource.COMMANDLINE or sources == (file, file)
+
+
+def seeds_from_config_yield(seeds: str | None) -> str | None:
+    """``--seeds``, unless it came from a ``--config`` file and ``--seed`` was given on
+    the command line (which overrides it)."""
+    if (
+        _source("seeds") is click.core.ParameterSource.DEFAULT_MAP
+        and _source("seed") is click.core.ParameterSource.COMMANDLINE
+    ):
+        return None
+    return seeds
+
+
 def seed_on_command_line(name: str = "seed") -> bool:
     """Whether the option ``name`` of the running click command was given explicitly."""
     source = click.get_current_context().get_parameter_source(name)

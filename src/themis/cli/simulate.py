@@ -13,12 +13,14 @@ from typing import Any
 import click
 
 from themis.cli import defaults
+from themis.cli.config_file import config_option, simulate_options
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import check_policies, describe, load_inputs, make_config, run_options
 
 
 @click.command(short_help="Replay a trace under one policy.")
+@config_option
 @click.option(
     "--policy",
     default=defaults.POLICY,
@@ -36,7 +38,8 @@ from themis.cli.run_options import check_policies, describe, load_inputs, make_c
 @JSON_OPTION
 def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **options: Any) -> None:
     """Replay a trace under one policy; print a summary and write summary.json, apps.csv
-    and allocations.csv (metrics: docs/metrics.md)."""
+    and allocations.csv (metrics: docs/metrics.md). 'themis simulate --config
+    OUT/summary.json' runs it again."""
     config = make_config(**options)
     check_policies([policy], "--policy")
     workload, cluster = load_inputs(config)
@@ -48,7 +51,8 @@ def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **option
     claim(out_dir, "simulate", {"policy": policy, **config.to_dict()}, ["."])
     line = describe(workload, cluster, config)
     say(line, as_json)
-    [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run")
+    reproduce = simulate_options({"policy": policy, **options})
+    [record] = run([request(policy, workload, config, out_dir, None, reproduce)], 1, quiet, "run")
     if as_json:
         from themis.reports.files import summary_dict
 

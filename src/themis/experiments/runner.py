@@ -54,6 +54,8 @@ class RunRequest:
     config: Mapping[str, Any] | None = None
     #: Estimate error and restart cost (the simulator's, applied to every policy alike).
     conditions: Conditions = Conditions()
+    #: The ``themis simulate`` options that reproduce the run, recorded in its summary.
+    simulate_options: Mapping[str, Any] | None = None
 
 
 #: Called with (label, apps finished, apps in the run) as runs progress.
@@ -149,7 +151,14 @@ def execute(request: RunRequest, on_progress: ProgressFn | None = None) -> RunRe
     cpu_s = time.process_time() - started
     record = replace(record_run(result, request.label, request.params), cpu_s=cpu_s)
     if request.out_dir is not None:
-        write_run(request.out_dir, result, record.summary, record.rows, request.config)
+        write_run(
+            request.out_dir,
+            result,
+            record.summary,
+            record.rows,
+            request.config,
+            request.simulate_options,
+        )
     return record
 
 

@@ -28,6 +28,9 @@ class Span(IntEnum):
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU: its id (its index in the cluster), its name for output (``r0-m1-g3``), the
+    cluster-wide numbers of its machine and rack, and its type (None when untyped)."""
+
     id: int
     name: str
     machine: int

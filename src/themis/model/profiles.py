@@ -14,6 +14,11 @@ from themis.model.cluster import SetShape, Span
 
 @dataclass(frozen=True)
 class ModelProfile:
+    """How fast a model trains: seconds per iteration on one GPU, and the throughput
+    factor (0 < f <= 1) of a job whose GPUs span machines of one rack (``cross_machine``)
+    or racks (``cross_rack``). The format of ``model_profiles.json`` is the README's
+    "Model profiles"."""
+
     name: str
     time_per_iteration: float
     cross_machine: float

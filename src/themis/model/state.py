@@ -27,6 +27,12 @@ from themis.model.workload import AppSpec, JobSpec
 
 
 class JobState:
+    """A job's live progress: iterations ``done`` (plus ``rate`` per second since
+    ``updated_at`` while it runs), the GPUs it holds and when its grant ends (``until``),
+    when it started and finished, and the GPU-seconds it held (``attained``; of them
+    ``best_placed`` at the best span for its gang). Its work, ``spec.work``, is the
+    declared one, which may differ from the truth the simulator runs (docs/knowledge.md)."""
+
     __slots__ = (
         "spec",
         "app",
@@ -103,6 +109,7 @@ class JobState:
         self.app.job_changed(self)
 
     def stop(self, now: float, best: bool) -> None:
+        """Release the GPUs at ``now``, progress counted up to then (``advance``)."""
         self.advance(now, best)
         self.gpus = ()
         self.rate = 0.0
@@ -111,12 +118,16 @@ class JobState:
         self.app.job_changed(self)
 
     def finish(self, now: float) -> None:
+        """Done at ``now``: ``observed`` keeps the iterations seen, ``done`` becomes the
+        declared work."""
         self.observed = self.done
         self.done = self.spec.work
         self.finished_at = now
         self.app.job_changed(self)
 
     def advance(self, t: float, best: bool) -> None:
+        """Count progress and held GPU-seconds up to ``t`` (``best``: the GPUs are on the
+        best span for the gang, so the GPU-seconds count in ``best_placed`` too)."""
         # Not capped at spec.work: the declared work may be less than the true work.
         if self.gpus:
             dt = t - self.updated_at

@@ -83,6 +83,10 @@ class AppSpec:
 
 @dataclass(frozen=True)
 class Workload:
+    """A validated workload, whatever trace it came from: its apps (jobs, gangs, work,
+    arrival), the profiles of the models they train, its ``source`` and the reader's
+    ``notes`` (arrival interval, how trace names were mapped to models, ...)."""
+
     apps: tuple[AppSpec, ...]
     profiles: dict[str, ModelProfile]
     source: str = "<memory>"

@@ -24,6 +24,9 @@ from themis.model.state import AppState, JobState
 
 @dataclass(frozen=True)
 class Assignment:
+    """One job's grant after a round: its GPUs (the whole gang) and when the grant ends
+    (``None``: until the job finishes or a later round preempts it)."""
+
     gpus: tuple[int, ...]
     until: float | None = None
 
@@ -160,6 +163,10 @@ class PolicyOptions:
     #: Themis: rank apps by the rho of the work they have done ("verified") or by the
     #: rho their declared remaining work gives ("declared"). See docs/knowledge.md.
     ranking: str = "verified"
+    #: Themis: the worst-off share (0..1) of the apps that want GPUs whose ending leases
+    #: are renewed in place instead of auctioned (0: every ending lease is auctioned, as
+    #: in the paper). The offered apps always keep theirs when it is > 0. docs/design.md.
+    renewal_share: float = 0.0
     #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
     #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
     #: every arrival and completion). See docs/policies/gavel.md.
@@ -178,6 +185,12 @@ class PolicyOptions:
 
 
 class Policy(ABC):
+    """A scheduling policy: a subclass sets ``name`` (what ``--policy`` and
+    :func:`make_policy` call it) and a one-line ``description``, and answers
+    :meth:`schedule`. The mechanism calls it at every arrival, job end and grant end; a
+    policy keeps whatever state it needs between rounds, but reads the world only through
+    the view (never a job's true work: docs/knowledge.md)."""
+
     name: ClassVar[str]
     description: ClassVar[str] = ""
 

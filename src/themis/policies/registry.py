@@ -36,6 +36,8 @@ class PluginWarning(UserWarning):
 
 
 def register(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make a :class:`Policy` subclass known by its ``name``. A name
+    registered twice is a programming error (``ValueError``), not a user's."""
     if cls.name in _REGISTRY:
         raise ValueError(f"policy '{cls.name}' registered twice")
     _REGISTRY[cls.name] = cls
@@ -82,6 +84,10 @@ def unknown_policy(name: str, flag: str = "--policy") -> ThemisError:
 
 
 def make_policy(name: str, options: PolicyOptions | None = None) -> Policy:
+    """A new instance of the policy registered as ``name`` (built-in or plugin), with
+    ``options`` (the defaults when ``None``). A policy keeps state across rounds, so each
+    run needs its own instance. An unknown name is a :class:`ThemisError` with the
+    closest names."""
     _load_builtins()
     cls = _REGISTRY.get(name)
     if cls is None:

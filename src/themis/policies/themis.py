@@ -45,6 +45,7 @@ class ThemisPolicy(Policy):
                 self.options.lease_align,
                 Limits(self.options.auction_node_limit, self.options.auction_deadline),
                 self.options.ranking,
+                self.options.renewal_share,
             )
         return self._arbiter
 

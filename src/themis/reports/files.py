@@ -54,12 +54,16 @@ def write_run(
     summary: RunSummary,
     rows: Sequence[AppRow],
     config: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[Path]:
-    """Write the three files of one run into ``out_dir`` (created if needed); returns them."""
+    """Write the three files of one run into ``out_dir`` (created if needed); returns them.
+    ``options``: the ``themis simulate`` options that reproduce the run (``--config``)."""
     ensure_dir(out_dir)
     payload = summary_dict(summary)
     if config is not None:
         payload["config"] = _jsonable(dict(config))
+    if options is not None:
+        payload["options"] = _jsonable(dict(options))
     paths = [out_dir / SUMMARY_FILE, out_dir / APPS_FILE, out_dir / ALLOCATIONS_FILE]
     write_json(paths[0], payload)
     _guarded(paths[1], write_apps_csv, rows)

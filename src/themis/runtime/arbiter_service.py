@@ -28,6 +28,7 @@ job, of a node or of the arbiter loses no completed step.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -63,6 +64,8 @@ from themis.runtime.tokens import new_token
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
 _POLICY = PolicyOptions()
+#: The store's ``meta`` key of the options of the last arbiter started on it.
+SERVE_META = "serve"
 #: A trial's checkpoint under ``<storage>/<app>/<trial>/`` (``runtime.checkpoint``).
 CHECKPOINT_NAME = "checkpoint.themis"
 log = logging.getLogger("themis.runtime")
@@ -157,6 +160,8 @@ class ArbiterService(
         self._last_inventory = time.time()
         self._last_status = 0.0
         self._round_due = True  # a restarted arbiter hands out GPUs at once
+        self._record_cluster()
+        self._record_options()
         self._recover()
 
     # -- views kept for callers and tests -------------------------------------------------
@@ -190,6 +195,18 @@ class ArbiterService(
         return self.jobs.pending
 
     # -- start-up -------------------------------------------------------------------------
+
+    def _record_options(self) -> None:
+        """Keep the policy and knobs this arbiter runs with (``meta.serve``), so that
+        ``themis replay`` can say what the recorded run was scheduled by."""
+        options = self.options
+        record = {
+            "policy": options.policy,
+            "lease": options.lease,
+            "fairness_knob": options.fairness_knob,
+            "batch_window": options.batch_window,
+        }
+        self.store.set_meta(SERVE_META, json.dumps(record, sort_keys=True))
 
     def _recover(self) -> None:
         """Rebuild every app from the store; leases of a previous process are void (its

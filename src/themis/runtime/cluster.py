@@ -99,3 +99,37 @@ def read_inventory(nodes: Sequence[Mapping[str, Any]]) -> Inventory:
             gpus.append(Gpu(len(gpus), name, machine, rack_index[info.rack], gpu_type))
             slots.append((info.node_id, slot))
     return Inventory(Cluster(gpus) if gpus else None, tuple(slots), tuple(infos))
+
+
+#: The store's ``meta`` key under which the arbiter keeps the last cluster it scheduled
+#: on (``themis replay`` simulates on it by default).
+CLUSTER_META = "cluster"
+
+
+def cluster_record(inventory: Inventory) -> dict[str, Any] | None:
+    """What the store keeps of a cluster: its machines (rack, GPUs, type) in scheduler
+    order and, when it is one regular block, the ``--cluster`` spec that rebuilds it.
+    ``None`` while no node has a GPU (nothing worth keeping)."""
+    if inventory.cluster is None:
+        return None
+    machines = [
+        {"rack": info.rack, "gpus": info.gpus, "type": info.gpu_type} for info in inventory.nodes
+    ]
+    return {"machines": machines, "spec": regular_spec(machines)}
+
+
+def regular_spec(machines: Sequence[Mapping[str, Any]]) -> str | None:
+    """``RxMxG`` (``:TYPE``) when every rack has as many machines and every machine as
+    many GPUs of one type; else ``None`` (no spec rebuilds it)."""
+    if not machines:
+        return None
+    per_rack = Counter(str(m["rack"]) for m in machines)
+    gpus = {int(m["gpus"]) for m in machines}
+    types = {m.get("type") for m in machines}
+    if len(set(per_rack.values())) != 1 or len(gpus) != 1 or len(types) != 1:
+        return None
+    [count] = set(per_rack.values())
+    [per_machine] = gpus
+    [gpu_type] = types
+    spec = f"{len(per_rack)}x{count}x{per_machine}"
+    return spec if gpu_type is None else f"{spec}:{str(gpu_type).lower()}"

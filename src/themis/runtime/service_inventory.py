@@ -4,9 +4,10 @@ GPU, its leases lost, until Ray answers again."""
 
 from __future__ import annotations
 
+import json
 import time
 
-from themis.runtime.cluster import Inventory, read_inventory
+from themis.runtime.cluster import CLUSTER_META, Inventory, cluster_record, read_inventory
 from themis.runtime.service_base import ServiceBase
 
 #: The inventory while Ray is unreachable: no GPU to hand out.
@@ -15,6 +16,14 @@ NO_CLUSTER = Inventory(None, (), ())
 
 class InventoryTracking(ServiceBase):
     """The GPU inventory from Ray (mixin of ``ArbiterService``)."""
+
+    def _record_cluster(self) -> None:
+        """Keep the cluster in the store (``meta.cluster``) whenever it changes, so that
+        ``themis replay`` can simulate on the cluster the apps ran on. A cluster of no GPU
+        (Ray unreachable) is not recorded: the last real one stays."""
+        record = cluster_record(self.inventory)
+        if record is not None:
+            self.store.set_meta(CLUSTER_META, json.dumps(record, sort_keys=True))
 
     def _refresh_inventory(self, now: float) -> bool:
         # A launcher that knows when Ray is lost (ray_driver.RayDriver) is asked every
@@ -84,6 +93,7 @@ class InventoryTracking(ServiceBase):
             app.touch()
         self.jobs.remap(remap)
         self.inventory = fresh
+        self._record_cluster()
         size = 0 if fresh.cluster is None else fresh.cluster.size
         for app_id in self.apps:
             self.store.log(now, app_id, None, f"cluster changed: {size} GPUs")

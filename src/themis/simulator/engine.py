@@ -113,6 +113,10 @@ class Interval:
 
 @dataclass
 class SimulationResult:
+    """What a run produced: every app's final state (arrival, finish, progress), every
+    uninterrupted hold of a GPU set (``intervals``), the number of rounds and each app's
+    ``N_avg`` over its life: the inputs of every reported metric (docs/metrics.md)."""
+
     policy: str
     workload: Workload
     cluster: Cluster
@@ -132,6 +136,17 @@ class SimulationResult:
 
 
 class Simulator:
+    """One run of a policy on a workload and a cluster, in virtual seconds.
+
+    Events (app arrivals, job ends, grant ends) are handled in time order, each followed by
+    a round when it asks for one; a round also takes the grants that end within
+    ``batch_window`` seconds, as the runtime batches lease ends. In a round the policy gets
+    a :class:`~themis.policies.SchedulingView` and returns the schedule, which the
+    simulator checks (no GPU twice, exact gangs) and applies. ``conditions`` say what the
+    world does to every policy alike (estimate errors, restart costs, lying apps);
+    ``on_app_finished(done, total)`` is called as apps finish (progress bars).
+    """
+
     def __init__(
         self,
         workload: Workload,
@@ -587,6 +602,8 @@ def simulate(
     on_app_finished: Callable[[int, int], None] | None = None,
     conditions: Conditions = Conditions(),
 ) -> SimulationResult:
+    """Run ``policy`` on ``workload`` and ``cluster`` to the end (see :class:`Simulator`);
+    ``themis.reports.summarize`` turns the result into the reported figures."""
     return Simulator(workload, cluster, policy, batch_window, on_app_finished, conditions).run()
 
 

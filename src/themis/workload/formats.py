@@ -24,6 +24,8 @@ from themis.errors import ThemisError
 
 
 class TraceFormat(StrEnum):
+    """The trace formats themis reads (``DESCRIPTIONS`` says what each is)."""
+
     THEMIS = "themis"
     HYPERDRIVE = "hyperdrive"
     PHILLY = "philly"

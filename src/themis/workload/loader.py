@@ -54,6 +54,9 @@ _MODEL_FIELD = {TraceFormat.GAVEL: "job_type", TraceFormat.TIRESIAS: "model_name
 
 
 class ArrivalMode(StrEnum):
+    """When apps arrive: at their trace times, or in trace order every ``app_interval``
+    seconds (the paper's replay of HyperDrive; ``default_arrivals``)."""
+
     TRACE = "trace"
     INTERVAL = "interval"
 

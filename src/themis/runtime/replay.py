@@ -1,0 +1,217 @@
+"""What the runtime did, as a workload the simulator can replay (``themis replay``).
+
+The arbiter's state directory records every app it was given: the app file (gang, step
+budget, declared step time, placement factors), when the arbiter admitted it (its
+arrival on the runtime's clock), and per trial the steps in its last checkpoint
+(``steps_done``) and the GPU-seconds it held (``attained``). From these:
+
+- **apps and arrivals**: every admitted app, arriving at its admission time minus the
+  first admission (so the workload starts at 0). Apps never admitted (still queued, or
+  refused because no machine could hold their gang) ran nothing and are left out, counted
+  in the workload's notes.
+- **gangs**: each trial's gang as recorded; its job id is ``app/trial``.
+- **work**: a trial that ended (finished, stopped by successive halving, failed,
+  cancelled) did exactly ``steps_done`` steps, and that is its work. A trial not over yet
+  (waiting, running, parked at a rung) has its remaining work *estimated*: with
+  ``unfinished="budget"`` (the default) it runs to its declared step budget, as its app
+  file says it would; with ``"done"`` only its checkpointed steps count. A trial with no
+  work at all is left out (and an app left with no trial).
+- **speed**: an app's model runs at its *measured* GPU-seconds per step: the GPU-seconds
+  its trials held over the steps they checkpointed (start-up, checkpoints and lost steps
+  included: what a step really cost on that cluster). An app none of whose trials
+  checkpointed a step has no measurement and runs at its declared ``step_time`` times its
+  gang (``speed="declared"``: every app does, for a replay free of the runtime's
+  overheads). Placement factors are the app file's.
+
+Each app is its own model (named after the app), so the workload file carries every
+speed with it and replays identically anywhere. Successive halving is not re-decided:
+which trial stopped where is what happened, taken as the trials' work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from themis.errors import ThemisError
+from themis.model.profiles import ModelProfile
+from themis.model.workload import AppSpec, JobSpec, Workload
+from themis.runtime.halving import ENDED
+from themis.runtime.store import DB_NAME, AppRow, Store, TrialRow
+
+#: How the remaining work of a trial not over yet is estimated.
+UNFINISHED = ("budget", "done")
+#: Where an app's speed comes from: what its trials took, or what its app file declares.
+SPEEDS = ("measured", "declared")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What a state directory holds that a replay needs."""
+
+    state_dir: Path
+    apps: tuple[AppRow, ...]
+    trials: dict[str, tuple[TrialRow, ...]]
+    #: The last cluster the arbiter scheduled on (``runtime.cluster.cluster_record``).
+    cluster: dict[str, Any] | None = None
+    #: The policy options of the last arbiter started on it.
+    serve: dict[str, Any] | None = None
+
+
+@dataclass
+class Conversion:
+    """The workload and what was left out or estimated on the way."""
+
+    workload: Workload
+    #: reason -> count of apps or trials left out.
+    excluded: dict[str, int] = field(default_factory=dict)
+    #: Trials whose work is an estimate (not over yet).
+    estimated: int = 0
+    #: Apps whose speed is their declared step time (no step checkpointed).
+    declared_speed: int = 0
+
+
+def read_state(state_dir: str | Path) -> Recorded:
+    """Read a state directory, read-only; a missing, empty or unreadable one is refused
+    with one line naming it."""
+    path = Path(state_dir)
+    if not path.exists():
+        raise ThemisError("no such state directory", source=str(path))
+    if not path.is_dir():
+        raise ThemisError(
+            f"not a directory: give the arbiter's --state-dir (a backup: copy it into a "
+            f"directory as {DB_NAME})",
+            source=str(path),
+        )
+    db = path / DB_NAME
+    if not db.exists():
+        raise ThemisError(
+            f"no state database ({DB_NAME}): not a themis state directory", source=str(path)
+        )
+    if db.stat().st_size == 0:
+        raise ThemisError("an empty state database: nothing was recorded", source=str(db))
+    store = Store(path, readonly=True)
+    try:
+        apps = tuple(store.apps())
+        trials = {app.app_id: tuple(store.trials(app.app_id)) for app in apps}
+        cluster = _json_meta(store, "cluster")
+        serve = _json_meta(store, "serve")
+    except (sqlite3.DatabaseError, ValueError, KeyError) as exc:
+        raise ThemisError(f"not a readable themis database ({exc})", source=str(db)) from None
+    finally:
+        store.close()
+    return Recorded(path, apps, trials, cluster, serve)
+
+
+def _json_meta(store: Store, key: str) -> dict[str, Any] | None:
+    text = store.meta(key)
+    if text is None:
+        return None
+    value = json.loads(text)
+    return value if isinstance(value, dict) else None
+
+
+def measured_time_per_step(app: AppRow, trials: tuple[TrialRow, ...]) -> float | None:
+    """GPU-seconds per step over the trials that checkpointed steps (None: none did)."""
+    held = sum(t.attained for t in trials if t.steps_done > 0 and t.attained > 0)
+    steps = sum(t.steps_done for t in trials if t.steps_done > 0 and t.attained > 0)
+    if steps <= 0 or not (math.isfinite(held) and held > 0):
+        return None
+    return held / steps
+
+
+def trial_work(trial: TrialRow, unfinished: str) -> tuple[float, bool]:
+    """The trial's work in steps, and whether it is an estimate."""
+    if trial.state in ENDED:
+        return float(trial.steps_done), False
+    if unfinished == "budget":
+        return float(max(trial.budget, trial.steps_done)), True
+    return float(trial.steps_done), trial.steps_done < trial.budget
+
+
+def job_id(app_id: str, trial_id: str) -> str:
+    """A trial's job id in the workload: ``app/trial`` (a workload's job ids are unique
+    across apps, a runtime's trial ids only within theirs)."""
+    return f"{app_id}/{trial_id}"
+
+
+def convert(recorded: Recorded, unfinished: str = "budget", speed: str = "measured") -> Conversion:
+    """The recorded apps as a workload (the module's docstring says how); with
+    ``speed="declared"`` every app runs at its app file's ``step_time`` instead of its
+    measured speed."""
+    if unfinished not in UNFINISHED:
+        raise ValueError(f"unfinished must be one of {UNFINISHED}, got {unfinished!r}")
+    if speed not in SPEEDS:
+        raise ValueError(f"speed must be one of {SPEEDS}, got {speed!r}")
+    excluded: Counter[str] = Counter()
+    admitted = [a for a in recorded.apps if a.arrival is not None]
+    for app in recorded.apps:
+        if app.arrival is None:
+            excluded["apps never admitted"] += 1
+    apps: list[AppSpec] = []
+    profiles: dict[str, ModelProfile] = {}
+    estimated = declared = 0
+    first = min((a.arrival for a in admitted if a.arrival is not None), default=0.0)
+    for app in sorted(admitted, key=lambda a: (a.arrival, a.submitted_at, a.app_id)):
+        assert app.arrival is not None
+        trials = recorded.trials.get(app.app_id, ())
+        jobs: list[JobSpec] = []
+        guesses = 0
+        for trial in trials:
+            work, guess = trial_work(trial, unfinished)
+            if work <= 0:
+                excluded["trials with no step done"] += 1
+                continue
+            guesses += guess
+            jobs.append(JobSpec(job_id(app.app_id, trial.trial_id), trial.gang, work))
+        if not jobs:
+            excluded["apps with no step done"] += 1
+            continue
+        estimated += guesses
+        per_step = measured_time_per_step(app, trials) if speed == "measured" else None
+        if per_step is None:
+            declared += 1
+            per_step = app.spec.step_time * app.spec.gpus_per_trial
+        spec = app.spec
+        profiles[app.app_id] = ModelProfile(
+            app.app_id, per_step, spec.cross_machine, spec.cross_rack
+        )
+        apps.append(AppSpec(app.app_id, app.arrival - first, app.app_id, tuple(jobs)))
+    if not apps:
+        what = "no app" if not recorded.apps else "no app that ran a step or has steps left"
+        raise ThemisError(
+            f"the state database holds {what}: nothing to replay", source=str(recorded.state_dir)
+        )
+    source = f"replay of {recorded.state_dir}"
+    workload = Workload(tuple(apps), profiles, source)
+    return Conversion(workload, dict(excluded), estimated, declared)
+
+
+def notes(
+    conversion: Conversion, recorded: Recorded, unfinished: str, speed: str = "measured"
+) -> dict[str, Any]:
+    """Provenance for the workload file's ``notes``."""
+    out: dict[str, Any] = {
+        "converted_from": "themis runtime state",
+        "state_dir": str(recorded.state_dir),
+        "work": "ended trials: steps checkpointed; trials not over: "
+        + ("their declared step budget" if unfinished == "budget" else "steps checkpointed"),
+        "speed": "measured GPU-seconds per checkpointed step (declared step_time x gang "
+        "where no step was checkpointed)"
+        if speed == "measured"
+        else "declared step_time x gang",
+        "estimated_trials": conversion.estimated,
+        "declared_speed_apps": conversion.declared_speed,
+    }
+    if conversion.excluded:
+        out["excluded"] = dict(conversion.excluded)
+    if recorded.cluster is not None:
+        out["cluster"] = recorded.cluster
+    if recorded.serve is not None:
+        out["serve"] = recorded.serve
+    return out
