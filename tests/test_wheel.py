@@ -17,6 +17,7 @@ from the HyperDrive trace the wheel ships. Commands that name a file of the repo
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shlex
@@ -170,6 +171,19 @@ def test_the_bundled_trace_and_profiles_load_by_name_from_the_wheel(
     assert done.returncode == 0, done.stderr
     inspected = json.loads(done.stdout)
     assert (inspected["apps"], inspected["jobs"]) == (84, 4697)  # as the README says
+
+
+def test_the_dashboard_page_ships_in_the_wheel(installed: Installed, tmp_path: Path) -> None:
+    """``themis serve``'s dashboard (runtime/dashboard.py) reads its page from the package:
+    the wheel's copy is the checkout's, byte for byte."""
+    from themis.runtime.dashboard import STATIC
+
+    code = "from themis.runtime.dashboard import static_file; import sys\n"
+    code += "sys.stdout.write(repr([static_file(n) for n in sys.argv[1:]]))"
+    done = _run(installed, [str(installed.python), "-c", code, *STATIC], tmp_path)
+    assert done.returncode == 0, done.stderr
+    static = ROOT / "src" / "themis" / "runtime" / "static"
+    assert ast.literal_eval(done.stdout) == [(static / n).read_bytes() for n in STATIC]
 
 
 def test_readme_commands_without_repository_files_run_from_an_empty_folder(

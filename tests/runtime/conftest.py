@@ -33,3 +33,22 @@ def app_yaml(directory: Path, name: str, **fields: object) -> Path:
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
     return tmp_path / "state"
+
+
+def pytest_unconfigure(config) -> None:
+    """Say it last, after the counts, when the dashboard's browser tests were skipped
+    (no chromium): in a run of the whole suite the skip reasons are easy to miss."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = sum(
+        "dashboard browser test: chromium is absent" in str(report.longrepr)
+        for report in reporter.stats.get("skipped", [])
+    )
+    if skipped:
+        reporter.write_line(
+            f"NOTE: {skipped} browser tests of the dashboard did not run: chromium is absent "
+            "(apt-get install -y chromium; .ci/run installs it)",
+            yellow=True,
+            bold=True,
+        )

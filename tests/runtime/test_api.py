@@ -49,13 +49,19 @@ class Arbiter:
         self.thread = threading.Thread(target=self._loop, args=(behaviours,), daemon=True)
         self.thread.start()
         assert self.ready.wait(10)
-        context = ApiContext(state, self.tokens, self.commands, self.snapshot, self.metrics)
+        context = ApiContext(
+            state, self.tokens, self.commands, self.snapshot, self.metrics, self.view
+        )
         self.api = ApiServer.start(make_api(context), "127.0.0.1", 0, None, None)
         self.url = self.api.url
 
     def snapshot(self):
         assert self.service is not None
         return self.service.snapshot()
+
+    def view(self):
+        assert self.service is not None
+        return self.service.cluster_view()
 
     def _loop(self, behaviours) -> None:
         store = Store(self.state)

@@ -62,6 +62,7 @@ def test_the_schema_is_for_admins_and_declares_bodies_errors_and_security(arbite
     assert set(paths) == {
         "/healthz", "/v1/status", "/v1/apps", "/v1/apps/{app_id}/cancel",
         "/v1/apps/{app_id}/release", "/v1/apps/{app_id}/logs", "/v1/tokens/rotate", "/metrics",
+        "/v1/cluster",
     }  # fmt: skip
     assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     submit = paths["/v1/apps"]["post"]
@@ -81,6 +82,7 @@ def test_the_schema_is_for_admins_and_declares_bodies_errors_and_security(arbite
 ROUTES = [
     ("GET", "/healthz", None),
     ("GET", "/v1/status", None),
+    ("GET", "/v1/cluster", None),
     ("POST", "/v1/apps", "submit"),
     ("POST", "/v1/apps/{app_id}/cancel", None),
     ("POST", "/v1/apps/{app_id}/release", "release"),

@@ -338,7 +338,9 @@ def _serve_locked(
             metrics=metrics,
             commands=commands,
         )
-        context = ApiContext(state_dir, tokens, commands, service.snapshot, metrics)
+        context = ApiContext(
+            state_dir, tokens, commands, service.snapshot, metrics, service.cluster_view
+        )
         api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
         api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
@@ -351,6 +353,9 @@ def _serve_locked(
             f"themis serve: listening on {api.url} (tokens: {state_dir / ADMIN_TOKEN_FILE}, "
             f"{state_dir / SUBMIT_TOKEN_FILE})",
             err=True,
+        )
+        click.echo(
+            f"themis serve: dashboard at {api.url}/dashboard (it asks for a token)", err=True
         )
         try:
             service.run(lambda: stopping["flag"], exit_when_done=exit_when_done)

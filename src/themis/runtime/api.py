@@ -14,6 +14,11 @@ Routes (JSON unless said otherwise):
 - ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
+- ``GET /v1/cluster``: the live view of the cluster (machines and who holds their GPUs
+  until when, rho over time, queued trials, recent events); an app token: its own app;
+- ``GET /dashboard``: the page that shows it (no token to load it; it asks for one and
+  calls ``/v1/cluster``; ``runtime.dashboard``), with ``/dashboard/dashboard.js`` and
+  ``/dashboard/dashboard.css``;
 - ``GET /metrics``: Prometheus text format (admin token);
 - ``GET /openapi.json`` (admin token): the schema, from ``api_models``;
 - ``POST /v1/tokens/rotate`` (``{"which": "admin" | "submit"}``, admin token) ->
@@ -36,7 +41,7 @@ from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -46,6 +51,7 @@ from themis.runtime import api_models as m
 from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
 from themis.runtime.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
 from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
+from themis.runtime.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
 from themis.runtime.metrics import ArbiterMetrics
 from themis.runtime.queries import log_lines, status_rows
 from themis.runtime.store import Store
@@ -79,6 +85,9 @@ class ApiContext:
     commands: CommandQueue
     snapshot: Callable[[], dict[str, Any]]
     metrics: ArbiterMetrics
+    #: The loop's machines and rho history for ``/v1/cluster`` (``cluster_view``); None:
+    #: no machine and no history (an API without a loop, in tests).
+    view: Callable[[], dict[str, Any]] | None = None
 
 
 def make_api(ctx: ApiContext) -> FastAPI:
@@ -154,6 +163,33 @@ def make_api(ctx: ApiContext) -> FastAPI:
         only = who.app_id if who.role == "app" else None
         rows = [r.to_dict() for r in status_rows(store(), only)]
         return {"arbiter": liveness(ctx.snapshot()), "apps": rows}
+
+    @app.get(
+        "/v1/cluster",
+        response_model=m.ClusterResponse,
+        responses=m.errors(400, 401),
+        dependencies=bearer,
+    )
+    def cluster(request: Request, response: Response) -> dict[str, Any]:
+        who = principal(request)
+        view = ctx.view() if ctx.view is not None else {}
+        answer = cluster_answer(store(), view, who)
+        response.headers["Cache-Control"] = "no-store"
+        return {"now": time.time(), "arbiter": liveness(ctx.snapshot()), **answer}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("dashboard", status_code=307)
+
+    @app.get("/dashboard", include_in_schema=False)
+    def dashboard_page() -> Response:
+        return _static("dashboard.html")
+
+    @app.get("/dashboard/{name}", include_in_schema=False)
+    def dashboard_file(name: str) -> Response:
+        if name not in STATIC or name.endswith(".html"):
+            raise ApiError(404, "no such file")
+        return _static(name)
 
     @app.post(
         "/v1/apps",
@@ -265,6 +301,11 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _static(name: str) -> Response:
+    """A file of the dashboard page, with headers that let only its own scripts run."""
+    return Response(static_file(name), media_type=STATIC[name], headers=PAGE_HEADERS)
 
 
 def _model(model: type[_Model], body: bytes) -> _Model:

@@ -98,6 +98,62 @@ class StatusResponse(BaseModel):
     apps: list[AppStatus]
 
 
+class GpuSlot(BaseModel):
+    slot: int = Field(description="the GPU's place on its machine (the arbiter's bookkeeping)")
+    app_id: str | None = Field(description="who holds it (None: free, or another app)")
+    trial_id: str | None
+    granted_at: float | None = Field(description="wall clock of the grant")
+    until: float | None = Field(description="wall clock its lease ends (None: open-ended)")
+    other: bool = Field(description="held by an app this token may not see (app tokens)")
+    draining: bool = Field(
+        description="its lease ended and its job has not returned yet (checkpointing)"
+    )
+
+
+class Machine(BaseModel):
+    node_id: str = Field(description="the Ray node id")
+    rack: str
+    gpu_type: str | None
+    address: str | None = Field(description="the node's IP as Ray reports it")
+    gpus: list[GpuSlot]
+
+
+class QueuedTrial(BaseModel):
+    app_id: str
+    trial_id: str
+    state: Literal["submitted", "waiting", "parked"] = Field(
+        description="submitted: its app is not admitted yet; parked: paused at a rung"
+    )
+    gpus: int
+    steps_done: int
+    steps_total: int
+
+
+class Event(BaseModel):
+    id: int
+    wall: float
+    t: float | None = Field(description="seconds since the arbiter's epoch")
+    app_id: str
+    trial_id: str | None
+    message: str
+
+
+class ClusterResponse(BaseModel):
+    """``GET /v1/cluster``: what the dashboard shows (an app token: its own app only)."""
+
+    now: float = Field(description="the arbiter's wall clock")
+    role: Literal["admin", "submit", "app"] = Field(description="what the token is")
+    arbiter: Liveness
+    machines: list[Machine] = Field(description="by rack, then node id")
+    apps: list[AppStatus]
+    rho: dict[str, list[tuple[float, float]]] = Field(
+        description="app -> [wall clock, rho] points since serve started"
+    )
+    queued: list[QueuedTrial] = Field(description="at most 500")
+    queued_total: int
+    events: list[Event] = Field(description="the last 50, newest first")
+
+
 def errors(*codes: int) -> dict[int | str, dict[str, object]]:
     """The declared error answers of a route (all are :class:`Error`)."""
     what = {

@@ -46,6 +46,7 @@ from themis.runtime import checkpoint
 from themis.runtime.cluster import Inventory, read_inventory
 from themis.runtime.commands import CommandQueue
 from themis.runtime.halving import next_stop
+from themis.runtime.history import RhoHistory
 from themis.runtime.job_control import JobControl, Key
 from themis.runtime.jobs import RunningJob
 from themis.runtime.lease import TrialSpec
@@ -143,6 +144,7 @@ class ArbiterService(
         self.epoch = store.epoch()
         self.inventory: Inventory = read_inventory(nodes())
         self.book = AppBook()
+        self.rho_history = RhoHistory()  # for the dashboard (runtime.dashboard)
         self.clocks: dict[Key, LeaseClock] = {}
         self.submitted: list[str] = []
         self.rounds = 0
@@ -350,6 +352,7 @@ class ArbiterService(
             reason=reason,
             note=None,
         )
+        self.rho_history.add(app.app_id, time.time(), rho)
         message = f"{state} after {now - app.arrival:.1f}s, rho {rho:.3f}: {reason}"
         self.store.log(now, app.app_id, None, message)
         self.metrics.forget_app(app.app_id)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from themis.runtime.arbiter_service import ServiceOptions
     from themis.runtime.cluster import Inventory
     from themis.runtime.commands import CommandQueue
+    from themis.runtime.history import RhoHistory
     from themis.runtime.job_control import JobControl, Key
     from themis.runtime.lease_book import LeaseClock
     from themis.runtime.live import LiveApp
@@ -37,6 +38,8 @@ class ServiceBase:
     commands: CommandQueue
     inventory: Inventory
     clocks: dict[Key, LeaseClock]
+    rho_history: RhoHistory
+    epoch: float
     submitted: list[str]
     rounds: int
     started_wall: float

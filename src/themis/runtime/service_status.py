@@ -35,6 +35,7 @@ class StatusReporting(ServiceBase):
             return
         self._now = now
         waiting = 0
+        wall = time.time()
         reserved = self.jobs.reserved()
         free = len(cluster.gpus) - len({g for a in self.active for g in a.held()} | reserved)
         for app in self.active:
@@ -48,6 +49,7 @@ class StatusReporting(ServiceBase):
             )
             self.metrics.gpus.labels(app.app_id).set(len(held))
             self.metrics.rho.labels(app.app_id).set(min(rho, RHO_MAX))
+            self.rho_history.add(app.app_id, wall, rho)
         self.metrics.waiting.set(waiting)
 
     def _why_idle(self, live: LiveApp, held: tuple[int, ...], rho: float, free: int) -> str | None:
@@ -74,4 +76,33 @@ class StatusReporting(ServiceBase):
             "ray_error": self.ray_error,
             "ray_down_since": self.ray_down_since,
             "tick": self.options.tick,
+        }
+
+    def cluster_view(self) -> dict[str, Any]:
+        """What the dashboard needs that only the loop knows (read from the API thread):
+        the machines of the GPU inventory, the GPUs of jobs told to stop that still hold
+        them (draining: ``[node id, slot, app, trial]``), each app's rho over time, and
+        the epoch the store's times count from. Leases, trials and events come from the
+        store."""
+        inventory = self.inventory  # replaced whole by the loop, never changed in place
+        draining = []
+        for (app_id, trial_id), job in list(self.jobs.draining.items()):
+            for g in job.gpus:
+                if 0 <= g < len(inventory.slots):
+                    node_id, slot = inventory.slots[g]
+                    draining.append([node_id, slot, app_id, trial_id])
+        return {
+            "epoch": self.epoch,
+            "machines": [
+                {
+                    "node_id": node.node_id,
+                    "rack": node.rack,
+                    "gpus": node.gpus,
+                    "gpu_type": node.gpu_type,
+                    "address": node.address,
+                }
+                for node in inventory.nodes
+            ],
+            "rho": self.rho_history.series(),
+            "draining": draining,
         }

@@ -477,6 +477,21 @@ class Store:
             for r in rows
         ]
 
+    def recent_events(
+        self, app_id: str | None = None, limit: int = 50
+    ) -> list[tuple[int, EventRow]]:
+        """The last ``limit`` events, newest first: of app ``app_id`` if given, else of
+        every app (the dashboard's "recent events")."""
+        where, args = ("WHERE app_id = ?", (app_id,)) if app_id is not None else ("", ())
+        rows = self.db.execute(
+            f"SELECT * FROM events {where} ORDER BY id DESC LIMIT ?",  # nosec B608
+            (*args, limit),
+        ).fetchall()
+        return [
+            (r["id"], EventRow(r["wall"], r["t"], r["app_id"], r["trial_id"], r["message"]))
+            for r in rows
+        ]
+
 
 def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:
     unknown = set(fields) - allowed
