@@ -99,3 +99,23 @@ def test_renewal_keeps_every_schedule_rule(scenario, share) -> None:
     policy = make_policy("themis", replace(options, renewal_share=share))
     result = simulate(workload, Cluster.from_spec(cluster), policy, batch_window=window)
     check_result(result, "themis")
+
+
+def test_a_reservation_is_judged_without_the_renewals_and_takes_their_gpus() -> None:
+    # The round of the first test, but the waiting app g runs one 8-GPU trial. The
+    # keepers (ceil(0.6 * 5) = 3: g, d, c) would renew (4-7) and leave a and b's four
+    # GPUs: g's gang would fit nowhere for another lease. The reservation is judged on the
+    # pool without the renewals (g's gang does not fit: reserve), and its target (the
+    # whole machine, every lease on it ends now) is free now: g starts on all 8 GPUs, and
+    # no keeper is renewed on a GPU of it.
+    cluster = Cluster.from_spec("1x1x8")
+    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
+    for k, app in enumerate(apps):
+        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    gang = make_app("g", 50.0, [(8, 8000.0)])
+    gang.t_cluster = t_cluster(gang.profile, gang.remaining_by_gang(50.0), cluster.shape)
+    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), renewal_share=0.6)
+    changes = arbiter.run_changes(view(cluster, [*apps, gang], 100.0))
+    assert changes.start[gang.jobs[0]].gpus == tuple(range(8))
+    assert all(app.jobs[0] in changes.stop for app in apps)
+    assert arbiter.reservations.fulfilled == 1

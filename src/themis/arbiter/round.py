@@ -253,9 +253,22 @@ class Arbiter:
         # Jobs running after this round, as far as the app scheduler and the leftover step
         # (which only place jobs of apps in ``wanting``) need to know.
         planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
+        # Renewal in place (``renewal_share``): the worst-off apps' ending grants, unless a
+        # reservation needs their GPUs. The reservation is judged without them.
+        keeping: list[JobState] = []
         if self.renewal_share > 0 and ending:
-            keepers = wanting[: max(len(offered), renewed_count(len(wanting), self.renewal_share))]
-            renewed = self._renew_in_place(ending, keepers, pool, kept, grants, planned, now)
+            count = max(len(offered), renewed_count(len(wanting), self.renewal_share))
+            keepers = {a.app_id for a in wanting[:count]}
+            keeping = [j for j in ending if j.app.app_id in keepers]
+        renewing = {g for j in keeping for g in j.gpus}
+
+        # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
+        reserved, started = self._reserve(view, wanting, pool, now, grants, planned, renewing)
+        reserved_jobs = set() if started is None else {id(started)}
+        pool.difference_update(reserved)
+        if keeping:
+            taken = set(reserved) if started is None else {*reserved, *grants[started].gpus}
+            renewed = self._renew_in_place(keeping, taken, pool, kept, grants, planned, now)
             if renewed:
                 ended -= renewed
                 renewable = {
@@ -264,11 +277,6 @@ class Arbiter:
                 }
                 wanting = [a for a in wanting if a.demand() > len(kept[a.app_id])]
                 offered = [a for a in offered if a.demand() > len(kept[a.app_id])]
-
-        # Reservation for the worst-off app's gang that fits nowhere (reservation.py).
-        reserved, started = self._reserve(view, wanting, pool, now, grants, planned)
-        reserved_jobs = set() if started is None else {id(started)}
-        pool.difference_update(reserved)
         record = RoundRecord(now, [], rhos, [a.app_id for a in offered], [], None)
         record.reserved = sorted(reserved)
         if not pool:
@@ -353,28 +361,25 @@ class Arbiter:
 
     def _renew_in_place(
         self,
-        ending: Sequence[JobState],
-        keepers: Sequence[AppState],
+        keeping: Sequence[JobState],
+        taken: set[int],
         pool: set[int],
         kept: dict[str, list[int]],
         grants: Schedule,
         planned: set[int],
         now: float,
     ) -> set[int]:
-        """Renew on their GPUs the ending grants of ``keepers`` (the worst-off apps): those
-        GPUs leave the pool and count as kept. An app worse off than most has nothing to
-        gain from handing its GPUs to another worse-off app and taking others back (a
-        restart each way); only better-off apps' ending leases go up for grabs. A grant on
-        the current reservation's target is not renewed (the reservation waits for it)."""
-        ids = {a.app_id for a in keepers}
-        res = self.reservations.current
-        target = set(res.target) if res is not None else set()
+        """Renew ``keeping`` (the worst-off apps' ending grants) on their GPUs, except
+        those on GPUs a reservation ``taken``: those GPUs leave the pool and count as kept.
+        An app worse off than most gains nothing from handing its GPUs to another
+        worse-off app and taking others back (a restart each way); only better-off apps'
+        ending leases go up for grabs. Returns the ids of the jobs renewed."""
         until = self.lease_end(now)
         renewed: set[int] = set()
-        for job in ending:
-            app_id = job.app.app_id
-            if app_id not in ids or target.intersection(job.gpus):
+        for job in keeping:
+            if taken.intersection(job.gpus):
                 continue
+            app_id = job.app.app_id
             grants[job] = Assignment(job.gpus, until)
             planned.add(id(job))
             pool.difference_update(job.gpus)
@@ -459,9 +464,12 @@ class Arbiter:
         now: float,
         schedule: Schedule,
         planned: set[int],
+        renewing: set[int] | None = None,
     ) -> tuple[set[int], JobState | None]:
         """Keep, make or fulfil the one reservation; return the GPUs of the pool it
-        withholds this round, and the job a fulfilled reservation starts (in ``schedule``)."""
+        withholds this round, and the job a fulfilled reservation starts (in ``schedule``).
+        ``renewing``: GPUs of the pool about to be renewed in place; whether the worst-off
+        gang fits is judged without them, but its target may take them."""
         book = self.reservations
         if self.reservation_bound <= 0:
             return set(), None
@@ -470,7 +478,8 @@ class Arbiter:
         if res is None and wanting:
             worst = wanting[0]
             job = next_gang(worst)
-            if job is not None and not self._placeable(job.gang, pool):
+            free = pool.difference(renewing) if renewing else pool
+            if job is not None and not self._placeable(job.gang, free):
                 ready = ready_times(self.cluster, view.apps, pool, now)
                 target = choose_target(self.cluster, job.gang, ready, now)
                 if target:
