@@ -47,7 +47,7 @@ FINISH_SHARE = 0.25
 #: building the program took (``Budget.assembly``): assembling the answer is Python work
 #: of the same order (a pass over the winners and the entries), and it slows down as much
 #: when the machine is loaded, which a fixed share of the deadline does not.
-ASSEMBLY_FACTOR = 2.0
+ASSEMBLY_FACTOR = 3.0
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach, tightened
+from themis.auction.bounded import (
+    ROUNDING,
+    dual_terms,
+    limited_answer,
+    neighbourhoods,
+    reach,
+    tightened,
+)
 from themis.auction.budget import CLOCK_EVERY, Budget
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
@@ -67,6 +74,10 @@ WIDE_ROW = 128
 #: Under a node limit, HiGHS's MIP answers only auctions of at most this many entries
 #: (``_mip_allowed``: measured fast there; its root node cannot be bounded by nodes).
 MIP_COLUMNS = 1_000
+
+#: Share of what is left after an unproven x* that its large-neighbourhood search
+#: (``bounded.neighbourhoods``) may take before the re-solves share the rest.
+LNS_BUDGET = 0.3
 
 #: Share of an auction's budget its proportional-fair allocation x* may take; the rest is
 #: shared by the winners' re-solves, so that they get a turn even when x* is hard.
@@ -206,6 +217,9 @@ def solve_all(
     if best is None:
         best = limited_answer(groups, notes.found, notes.prices, notes.bounds, budget=star_all)
         best, notes.prices = tightened(groups, best, notes.prices, budget=star_all)
+        # An unproven x*: exact re-packing of neighbourhoods, on a part of what the
+        # re-solves would get (only auctions that are limited anyway pay for it).
+        best = neighbourhoods(groups, best, solving.share(LNS_BUDGET))
         node_limit = 0
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
