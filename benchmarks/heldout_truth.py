@@ -2,6 +2,7 @@
 
     nice .venv/bin/python benchmarks/heldout_truth.py [--bidders 100] [--seeds 0,1,2]
                                                       [--winners 10] [--node-limit N]
+                                                      [--deadline S]
 
 Partial Allocation is truthful when x* and every x^-i are optimal. Under a budget they may
 not be (docs/auction.md, "Payments and truthfulness"): a bidder's received log-utility can
@@ -47,9 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bidders", type=int, default=100)
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--winners", type=int, default=10)
-    parser.add_argument("--node-limit", type=int, default=DEFAULT_NODE_LIMIT)
+    parser.add_argument("--node-limit", type=int, default=DEFAULT_NODE_LIMIT, help="0: none")
+    parser.add_argument("--deadline", type=float, default=None, help="seconds (wall clock)")
     args = parser.parse_args(argv)
-    limits = Limits(args.node_limit or None)
+    limits = Limits(args.node_limit or None, args.deadline)
     tried = gained = within = 0
     worst = 0.0
     for seed in [int(s) for s in args.seeds.split(",")]:

@@ -23,7 +23,8 @@ import sys
 import time
 
 from themis.arbiter.round import Arbiter
-from themis.fairness.ftf import ActiveApps, t_cluster
+from themis.fairness.ftf import t_cluster
+from themis.fairness.shares import FairShares
 from themis.model.cluster import Cluster
 from themis.model.profiles import load_profiles
 from themis.model.state import AppState
@@ -69,9 +70,8 @@ def auction_round_view(
     cluster = Cluster.from_spec(cluster_spec)
     profiles = load_profiles()
     names = sorted(profiles)
-    activity = ActiveApps()
+    shares = FairShares()  # each app its own owner, as the simulator keeps N_avg
     apps = []
-    integral = {}
     for i in range(bidders):
         model = rng.choice(names)
         jobs = tuple(
@@ -81,15 +81,14 @@ def auction_round_view(
         spec = AppSpec(f"a{i}", float(i * 60), model, jobs)
         app = AppState(spec, profiles[model], 0.0)
         app.t_cluster = t_cluster(app.profile, app.remaining_by_gang(0.0), cluster.shape)
-        activity.change(spec.arrival, +1)
-        integral[app.app_id] = activity.integral(spec.arrival)
+        shares.arrive(spec.arrival, app.app_id, app.app_id)
         apps.append(app)
     now = bidders * 60.0
     view = SchedulingView(
         now,
         cluster,
         apps,
-        lambda a: activity.n_avg(a.arrival, integral[a.app_id], now),
+        lambda a: shares.n_eff(a.app_id, now),
     )
     return cluster, view
 

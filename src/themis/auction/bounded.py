@@ -12,17 +12,33 @@ When a solve stops on its budget (``themis.auction.budget``) the solver still an
   prices from an unfinished LP are still safe, only looser), and the branch and bound's
   capacity and clique bounds. Each is computed here in Python (exactly rounded sums) plus
   ``TOLERANCE``, so the claimed gap is never smaller than the true one.
+
+Under a deadline (``budget``) the packing's work (greedy orders, local-search moves,
+subgradient steps) stops when the clock runs out, with the feasible packing and the valid
+bound it has at that point: a packing only ever grows by disjoint entries or strict
+improvements, and every bound is valid at any prices. Under a node limit alone they do
+their whole deterministic work, as before.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from themis.auction.budget import Budget
     from themis.auction.solver import Candidate, Solution
+
+#: Loops that assemble a bounded answer look at the clock once per this many steps.
+CLOCK_STEPS = 64
+
+
+def _late(budget: Budget | None) -> bool:
+    """Whether ``budget``'s deadline has passed (never under a node limit alone)."""
+    return budget is not None and budget.out_of_time()
 
 #: Added to every computed bound for rounding (far above the sums' rounding error:
 #: thousands of terms of size <= ~100, each exactly rounded).
@@ -45,11 +61,13 @@ def greedy(
     groups: Sequence[Sequence[Candidate]],
     start: Solution | None = None,
     prices: Sequence[float] | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
     """A feasible packing: ``start``'s choices (if any) plus, for the other bidders, entries
     taken greedily if disjoint from what is taken, in two orders (gain, and gain per GPU,
     largest first), and a third with ``prices`` (reduced profit: gain minus the prices of
-    its GPUs); the best of them."""
+    its GPUs); the best of them. Past ``budget``'s deadline no further order is tried
+    (the first always is: it is what a packing extending ``start`` needs at least)."""
     from themis.auction.solver import Solution
 
     base: dict[int, Candidate] = dict(start.chosen) if start is not None else {}
@@ -70,7 +88,9 @@ def greedy(
             return (-(c.gain - price), c.bidder, c.entry)
 
         keys.append(reduced)
-    for key in keys:
+    for number, key in enumerate(keys):
+        if number and _late(budget):
+            break
         chosen = dict(base)
         used = used0
         for c in sorted(flat, key=key):
@@ -92,13 +112,16 @@ def improve(
     groups: Sequence[Sequence[Candidate]],
     start: Solution,
     movers: Sequence[Sequence[Candidate]] | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
     """``start`` improved by a local search of at most ``PASSES`` passes: each bidder in
     turn moves to the entry that raises the total most, where an entry may take GPUs from
     at most one other winner, who then moves to its best entry on the GPUs left (or wins
     nothing). Only strict improvements are made, so the packing stays feasible and never
     loses value; the work is bounded (passes x entries x their GPUs), deterministic.
-    ``movers``: the bidders that try to move (default: all of ``groups``)."""
+    ``movers``: the bidders that try to move (default: all of ``groups``). Past
+    ``budget``'s deadline it stops after the move it is making: the packing it has is
+    feasible and worth at least ``start``."""
     from themis.auction.solver import Solution
 
     chosen: dict[int, Candidate] = dict(start.chosen)
@@ -133,9 +156,15 @@ def improve(
             for bit in bits_of(c):
                 owner[bit] = b
 
+    late = False
+    steps = 0
     for _ in range(PASSES):
         moved = False
         for g in order:
+            steps += 1
+            if steps % CLOCK_STEPS == 0 and _late(budget):
+                late = True
+                break
             b = g[0].bidder
             mine = chosen.get(b)
             have = mine.gain if mine is not None else 0.0
@@ -169,7 +198,7 @@ def improve(
                 if loser is not None and alt is not None:
                     place(loser, alt)
                 moved = True
-        if not moved:
+        if not moved or late:
             break
     value = math.fsum(c.gain for c in chosen.values())
     if value <= start.objective:
@@ -189,12 +218,19 @@ def reach(groups: Sequence[Sequence[Candidate]]) -> dict[int, int]:
     return out
 
 
+#: Auctions with at least this many entries compute ``dual_terms`` in numpy (a Python
+#: loop of exactly rounded sums costs ~0.2 s at 8,000 entries, a fifth of a 1 s deadline).
+NUMPY_TERMS = 2_000
+
+
 def dual_terms(
     groups: Sequence[Sequence[Candidate]], prices: Sequence[float] | None
 ) -> tuple[float, dict[int, float]]:
     """The weak-duality bound at GPU ``prices`` (per GPU bit; None: all 0) as its parts:
     the prices of the GPUs any entry uses, and per bidder its best reduced profit (>= 0).
-    Negative prices are taken as 0 (any y >= 0 gives a valid bound)."""
+    Negative prices are taken as 0 (any y >= 0 gives a valid bound). Large auctions
+    compute the terms in numpy, each rounded up by more than numpy's rounding can have
+    taken off (``_numpy_terms``), so the bound stays certified."""
     pool = 0
     for g in groups:
         for c in g:
@@ -206,6 +242,8 @@ def dual_terms(
         return max(0.0, float(prices[bit]))
 
     total = math.fsum(price(b) for b in _bits(pool))
+    if prices is not None and sum(len(g) for g in groups) >= NUMPY_TERMS:
+        return total, _numpy_terms(groups, prices)
     terms: dict[int, float] = {}
     for g in groups:
         best = 0.0
@@ -215,6 +253,31 @@ def dual_terms(
         if g:
             terms[g[0].bidder] = best
     return total, terms
+
+
+def _numpy_terms(
+    groups: Sequence[Sequence[Candidate]], prices: Sequence[float]
+) -> dict[int, float]:
+    """``dual_terms``' per-bidder terms in numpy. A sum of k floats has an error of at most
+    (k - 1) eps times the sum of their magnitudes, and the subtraction from the gain one
+    more eps of the result; each entry's reduced profit is raised by (k + 2) eps (gain +
+    price) before the maximum, which covers both: every term is at least the exact one."""
+    import numpy as np  # here, not at import: the CLI starts without numpy
+
+    flat = [c for g in groups for c in g]
+    sizes = np.array([c.mask.bit_count() for c in flat], dtype=np.int64)
+    gpus = np.array([b for c in flat for b in _bits(c.mask)], dtype=np.int64)
+    ptr = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    y = np.zeros(int(gpus.max()) + 1)
+    given = np.maximum(0.0, np.asarray(prices, dtype=float)[: len(y)])
+    y[: len(given)] = given
+    gains = np.array([c.gain for c in flat])
+    paid = np.add.reduceat(y[gpus], ptr)
+    slack = (sizes + 2) * np.finfo(float).eps * (np.abs(gains) + paid)
+    reduced = gains - paid + slack
+    starts = np.cumsum([0] + [len(g) for g in groups if g])[:-1]
+    best = np.maximum(np.maximum.reduceat(reduced, starts), 0.0).tolist()
+    return {g[0].bidder: t for g, t in zip([g for g in groups if g], best, strict=True)}
 
 
 def dual_bound(
@@ -229,19 +292,25 @@ def dual_bound(
 
 
 def tightened(
-    groups: Sequence[Sequence[Candidate]], answer: Solution, prices: Sequence[float] | None
+    groups: Sequence[Sequence[Candidate]],
+    answer: Solution,
+    prices: Sequence[float] | None,
+    budget: Budget | None = None,
 ) -> tuple[Solution, Sequence[float] | None]:
     """``answer`` (from ``limited_answer``) with its bound tightened by subgradient
     descent on the prices (``subgradient_prices``) from ``prices``, and its packing
     compared with a greedy one by reduced profit at the new prices (then improved); and
-    the prices that give the better bound (for the re-solves' bounds)."""
+    the prices that give the better bound (for the re-solves' bounds). Past ``budget``'s
+    deadline it stops where it is (``answer`` as it was, if nothing was tried)."""
     best, best_prices = answer, prices
     # From the prices given (an LP's, maybe unfinished) and from 0: an unfinished LP's
     # duals can be a worse start than none.
     for begin in (prices, None) if prices is not None else (None,):
-        y = subgradient_prices(groups, begin, best.objective)
+        if _late(budget):
+            break
+        y = subgradient_prices(groups, begin, best.objective, budget=budget)
         bounds = [] if best.bound is None else [best.bound]
-        again = limited_answer(groups, [best], y, bounds)
+        again = limited_answer(groups, [best], y, bounds, budget=budget)
         if again.bound != best.bound:
             best_prices = y
         best = again
@@ -256,32 +325,115 @@ def limited_answer(
     start: Solution | None = None,
     focus: int | None = None,
     reaches: Mapping[int, int] | None = None,
+    budget: Budget | None = None,
 ) -> Solution:
     """The best of ``found`` and a greedy packing (extending ``start``), improved by
     ``improve``, with the smallest of ``bounds`` and the dual bound at ``prices`` (when
     given, or when there is no other bound) as its certified bound. ``focus``: GPUs (a
     mask) outside which ``start`` is taken as settled: only bidders with an entry on
     them are tried (a re-solve: the winner's GPUs), which keeps a re-solve's work local;
-    ``reaches``: ``reach(groups)``, when the caller has it."""
+    ``reaches``: ``reach(groups)``, when the caller has it. ``budget``: past its deadline
+    the greedy packing and the local search stop early (see the module docstring)."""
     from themis.auction.solver import Solution
 
-    if focus is None:
-        movers = groups
-    else:
-        known = reach(groups) if reaches is None else reaches
-        movers = [g for g in groups if g and known[g[0].bidder] & focus]
     options = [s for s in found if s is not None]
-    options.append(greedy(movers, start, prices))
+    movers: Sequence[Sequence[Candidate]] | None = None
+    if not options or not _late(budget):
+        if focus is None:
+            movers = groups
+        else:
+            known = reach(groups) if reaches is None else reaches
+            movers = [g for g in groups if g and known[g[0].bidder] & focus]
+        options.append(greedy(movers, start, prices, budget))
     best = options[0]
     for s in options[1:]:
         if s.objective > best.objective:
             best = s
-    best = improve(groups, best, movers)
+    if movers is not None and not _late(budget):
+        best = improve(groups, best, movers, budget)
     given = list(bounds)
     if prices is not None or not given:
         given.append(dual_bound(groups, prices))
     bound = min(given)
     return Solution(best.objective, dict(best.chosen), max(bound, best.objective))
+
+
+#: Rounds of the large-neighbourhood search on an unproven x* (``neighbourhoods``).
+LNS_ROUNDS = 16
+#: GPU positions per block of a neighbourhood: a machine of 8 GPUs, in offers sorted by
+#: rack and machine (the arbiter's and the held-out files' order).
+LNS_BLOCK = 8
+#: Share of the blocks a neighbourhood frees.
+LNS_SHARE = 0.375
+
+
+def neighbourhoods(
+    groups: Sequence[Sequence[Candidate]],
+    start: Solution,
+    budget: Budget | None = None,
+    rounds: int = LNS_ROUNDS,
+) -> Solution:
+    """``start`` improved by a large-neighbourhood search: each round frees a random
+    ``LNS_SHARE`` of the GPU blocks (seeded: the same rounds on any machine), and HiGHS's
+    MIP re-packs exactly the bidders that hold GPUs there or win nothing, on the freed GPUs
+    and their own, the other winners fixed. A round's answer replaces the old choices only
+    if it is worth more, and it is feasible by construction (entries inside the freed GPUs
+    and the movers' own, which no fixed winner holds, at most one per bidder;
+    ``solve_mip`` re-checks HiGHS's answer), so the packing stays feasible and never loses
+    value. Measured on the held-out family
+    (docs/benchmarks.md): local search alone stops ~5% (200 bidders) and ~9% (400) below
+    the LP bound; exact re-packing of larger regions finds what single moves cannot.
+
+    ``budget``: each round takes an equal part of it (HiGHS's nodes and time); a round
+    whose sub-program has more than ``solver.MIP_COLUMNS`` entries frees half as many
+    blocks next time."""
+    from themis.auction.mip import solve_mip
+    from themis.auction.solver import MIP_COLUMNS, Solution
+
+    width = max((c.mask.bit_length() for g in groups for c in g), default=0)
+    blocks = -(-width // LNS_BLOCK)
+    if blocks < 4 or not groups:
+        return start
+    rng = random.Random(0)
+    chosen: dict[int, Candidate] = dict(start.chosen)
+    by_bidder = {g[0].bidder: g for g in groups if g}
+    share = LNS_SHARE
+    full = (1 << LNS_BLOCK) - 1
+    for r in range(rounds):
+        if budget is not None and budget.expired():
+            break
+        region = 0
+        for b in rng.sample(range(blocks), max(1, int(blocks * share))):
+            region |= full << (b * LNS_BLOCK)
+        movers = {b for b, c in chosen.items() if c.mask & region}
+        fixed = 0
+        for b, c in chosen.items():
+            if b in movers:
+                region |= c.mask
+            else:
+                fixed |= c.mask
+        region &= ~fixed
+        sub = []
+        for b, g in by_bidder.items():
+            if b in chosen and b not in movers:
+                continue
+            fits = [c for c in g if not c.mask & ~region]
+            if fits:
+                sub.append(fits)
+        if sum(len(g) for g in sub) > MIP_COLUMNS:
+            share /= 2.0
+            continue
+        before = math.fsum(chosen[b].gain for b in movers)
+        part = budget.share(1.0 / (rounds - r)) if budget is not None else None
+        found = solve_mip(sub, part)
+        if found.objective > before + 1e-9:
+            for b in movers:
+                del chosen[b]
+            chosen.update(found.chosen)
+    value = math.fsum(c.gain for c in chosen.values())
+    if value <= start.objective:
+        return start
+    return Solution(value, chosen, start.bound)
 
 
 #: Steps of the subgradient descent on the GPU prices (``subgradient_prices``).
@@ -295,13 +447,14 @@ def subgradient_prices(
     start: Sequence[float] | None,
     lower: float,
     steps: int = SUBGRADIENT_STEPS,
+    budget: Budget | None = None,
 ) -> list[float]:
     """GPU prices (per GPU bit) that lower the weak-duality bound, by ``steps`` of
     projected subgradient descent from ``start`` (None: 0) with Polyak steps towards
     ``lower`` (the value of a known packing). The bound is convex in the prices and any
     prices >= 0 give a valid one, so this only ever tightens what ``dual_bound`` then
     certifies; it needs no LP, so it also helps when the LP did not finish in time.
-    Deterministic: a fixed number of numpy steps."""
+    Deterministic: a fixed number of numpy steps (fewer past ``budget``'s deadline)."""
     import numpy as np  # here, not at import: the CLI starts without numpy
 
     flat = [c for g in groups for c in g]
@@ -324,7 +477,9 @@ def subgradient_prices(
     best_y, best_bound = y.copy(), math.inf
     index = np.arange(len(flat))
     scale, stale = 1.0, 0  # Polyak's factor, halved after STALE steps without progress
-    for _ in range(steps):
+    for step in range(steps):
+        if step % 8 == 7 and _late(budget):
+            break
         reduced = gains - np.add.reduceat(y[gpus], ptr[:-1])
         top = np.maximum.reduceat(reduced, bidder_starts)
         bound = float(y.sum() + np.maximum(top, 0.0).sum())

@@ -10,10 +10,16 @@ So every auction runs under a ``Budget``:
 - ``seconds``: a wall-clock deadline, for the runtime, where a round must end in time
   whatever the machine does.
 
-Either or both may be set; ``None`` is no limit. The budget covers the whole auction: the
-proportional-fair allocation x* and every winner's re-solve x^-i. When it runs out the
-solver answers with the best allocation found so far and a certified upper bound on the
-optimum (``solver.Solution.bound``), never with nothing.
+Either or both may be set; ``None`` is no limit. The budget covers the whole auction call
+(``partial_allocation``): checking the bids and building the solver's program, the
+proportional-fair allocation x* and every winner's re-solve x^-i, and assembling the
+answer. When it runs out the solver answers with the best allocation found so far and a
+certified upper bound on the optimum (``solver.Solution.bound``), never with nothing.
+
+Under a deadline the solves stop ``FINISH_SHARE`` of the time early (``for_solves``): the
+rest is kept for assembling the answer (packings improved by local search, bounds, the
+payments), whose own loops look at the clock too (``out_of_time``) and stop with what they
+have. The node limit is not split that way: what it decides stays the same on any machine.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ DEFAULT_DEADLINE = 1.0
 
 #: A deadline search looks at the clock once per this many nodes.
 CLOCK_EVERY = 256
+
+#: Share of an auction's deadline kept from its solves for assembling the answer (see the
+#: module docstring): at 1,000 bidders of the held-out family that assembly (the
+#: re-solves' incumbents and bounds, the payments) takes ~0.1 s of CPU.
+FINISH_SHARE = 0.25
+
+#: The top level keeps at least this many times the wall time that checking the bids and
+#: building the program took (``Budget.assembly``): assembling the answer is Python work
+#: of the same order (a pass over the winners and the entries), and it slows down as much
+#: when the machine is loaded, which a fixed share of the deadline does not.
+ASSEMBLY_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -60,8 +77,12 @@ class Budget:
         self.clock = clock
         self.nodes_left = limits.nodes
         start: float = clock()  # type: ignore[operator]
+        self.started = start
         self.deadline = None if limits.seconds is None else start + limits.seconds
         self.parent: Budget | None = None
+        #: Wall seconds the auction took before its solves (``partial_allocation`` sets
+        #: it): the top level keeps ``ASSEMBLY_FACTOR`` times as much for the end.
+        self.assembly = 0.0
 
     def share(self, fraction: float) -> Budget:
         """A part of what is left (``fraction`` of the nodes and of the time), for one
@@ -75,6 +96,27 @@ class Budget:
             part.deadline = self.clock() + max(0.0, left) * fraction  # type: ignore[operator]
         part.parent = self
         return part
+
+    def for_solves(self, keep: float = FINISH_SHARE) -> Budget:
+        """The budget of the solves: the same nodes (spent here too), and under a deadline
+        one that ends ``keep`` of the time left earlier, so the answer can be assembled
+        before the real one."""
+        if self.deadline is None:
+            return self
+        part = Budget(Limits(), self.clock)
+        part.nodes_left = self.nodes_left
+        left = max(0.0, self.seconds_left() or 0.0)
+        kept = min(left, max(left * keep, ASSEMBLY_FACTOR * self.assembly))
+        part.deadline = self.clock() + left - kept  # type: ignore[operator]
+        part.parent = self
+        return part
+
+    def out_of_time(self) -> bool:
+        """Whether the deadline (not the node limit) has passed: what assembles an answer
+        looks only at this, so that under a node limit it does the same work on any
+        machine."""
+        left = self.seconds_left()
+        return left is not None and left <= 0.0
 
     @staticmethod
     def unlimited() -> Budget:

@@ -171,11 +171,18 @@ def partial_allocation(
     units: Units | None = None,
     positions: Mapping[Hashable, int] | None = None,
     limits: Limits | None = None,
+    budget: Budget | None = None,
 ) -> AuctionOutcome:
     """``positions``: each GPU's index in ``free``, when the caller has it. ``limits``: the
-    auction's node limit and deadline (``themis.auction.budget``; None: no limit)."""
+    auction's node limit and deadline (``themis.auction.budget``; None: no limit), counted
+    from this call on: checking the bids and building the program are inside the
+    deadline. ``budget``: a budget already started (e.g. by a caller that counts its own
+    preparation in it, or a test's clock), instead of ``limits``."""
+    if budget is None and limits is not None:
+        budget = Budget(limits)  # the clock starts before the bids are checked
     candidates = build_candidates(bids, free, source, positions)
-    budget = Budget(limits) if limits is not None else None
+    if budget is not None and budget.deadline is not None:
+        budget.assembly = budget.clock() - budget.started  # type: ignore[operator]
     best, without = solve_all(candidates, budget=budget)
     apps: dict[str, AppOutcome] = {}
     granted_all: set[Hashable] = set()

@@ -17,11 +17,18 @@ plain search gives, bit for bit, found in fewer nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from themis.auction.bounded import ROUNDING, dual_terms, limited_answer, reach, tightened
+from themis.auction.bounded import (
+    ROUNDING,
+    dual_terms,
+    limited_answer,
+    neighbourhoods,
+    reach,
+    tightened,
+)
 from themis.auction.budget import CLOCK_EVERY, Budget
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
@@ -68,6 +75,10 @@ WIDE_ROW = 128
 #: (``_mip_allowed``: measured fast there; its root node cannot be bounded by nodes).
 MIP_COLUMNS = 1_000
 
+#: Share of what is left after an unproven x* that its large-neighbourhood search
+#: (``bounded.neighbourhoods``) may take before the re-solves share the rest.
+LNS_BUDGET = 0.3
+
 #: Share of an auction's budget its proportional-fair allocation x* may take; the rest is
 #: shared by the winners' re-solves, so that they get a turn even when x* is hard.
 STAR_SHARE = 0.5
@@ -86,7 +97,7 @@ class Candidate(NamedTuple):
 @dataclass(frozen=True)
 class Solution:
     objective: float
-    chosen: dict[int, Candidate]  # bidder -> candidate
+    chosen: Mapping[int, Candidate]  # bidder -> candidate
     #: A certified upper bound on the optimum when the search stopped on its budget before
     #: proving ``chosen`` optimal (``budget``); None: proven optimal (within TOLERANCE).
     bound: float | None = None
@@ -151,10 +162,15 @@ def solve_all(
     if budget is None:
         budget = Budget.unlimited()
     notes = _Notes()
-    star = budget.share(STAR_SHARE) if budget.active else budget
+    # Under a deadline each level keeps a part of its time for assembling its answer
+    # (``Budget.for_solves``): the whole auction's for the payments, x*'s and each
+    # re-solve's for its bounded answer. Under a node limit alone these are all ``budget``.
+    solving = budget.for_solves()
+    star_all = solving.share(STAR_SHARE) if budget.active else budget
+    star = star_all.for_solves()
     large = lp_first and _lp_first(groups)
     if large:
-        fast = _solve_all_lp(groups, budget=budget, star=star, notes=notes)
+        fast = _solve_all_lp(groups, budget=solving, star=star, notes=notes)
         if fast is not None:
             return fast
     plan: _Plan | None = None
@@ -180,12 +196,12 @@ def solve_all(
         # certified LP path, else to HiGHS's integer program (under a node limit: branch
         # and bound again, with what is left; see _mip_allowed).
         if lp_first and not large:
-            fast = _solve_all_lp(groups, budget=budget, star=star, notes=notes)
+            fast = _solve_all_lp(groups, budget=solving, star=star, notes=notes)
             if fast is not None:
                 return fast
         if star.expired():
             pass
-        elif _mip_allowed(budget, groups):
+        elif _mip_allowed(budget, groups) and _mip_worth(star, groups):
             answer = _milp(groups, star if budget.active else None, _best_found(notes))
             if answer.bound is None:
                 best = answer
@@ -199,8 +215,11 @@ def solve_all(
                 if plan.priced:
                     notes.prices = plan.lp_prices().y  # type: ignore[union-attr]
     if best is None:
-        best = limited_answer(groups, notes.found, notes.prices, notes.bounds)
-        best, notes.prices = tightened(groups, best, notes.prices)
+        best = limited_answer(groups, notes.found, notes.prices, notes.bounds, budget=star_all)
+        best, notes.prices = tightened(groups, best, notes.prices, budget=star_all)
+        # An unproven x*: exact re-packing of neighbourhoods, on a part of what the
+        # re-solves would get (only auctions that are limited anyway pay for it).
+        best = neighbourhoods(groups, best, solving.share(LNS_BUDGET))
         node_limit = 0
     without: dict[int, Solution] = {}
     winners = list(best.chosen.items())
@@ -208,13 +227,22 @@ def solve_all(
     dual = _DualWithout(groups, notes.prices)  # x*'s dual bound, per winner left out
     reaches: dict[int, int] | None = None  # bounded.reach(groups), when first needed
     for k, (bidder, cand) in enumerate(winners):
-        rest = {b: c for b, c in best.chosen.items() if b != bidder}
-        others = [g for g in groups if g[0].bidder != bidder]
-        if not others:
+        if len(groups) == 1:
             without[bidder] = Solution(0.0, {})
             continue
+        if solving.out_of_time():
+            # Past the solves' deadline: x* minus the winner (a view, not a copy: the end of an
+            # auction that ran out of time must stay short), bounded by x*'s bounds
+            # without it.
+            value = best.objective - cand.gain
+            bound = min([dual.without(bidder), *([] if best.bound is None else [best.bound])])
+            without[bidder] = Solution(value, _Without(best.chosen, bidder), max(bound, value))
+            continue
+        rest = {b: c for b, c in best.chosen.items() if b != bidder}
         incumbent = Solution(best.objective - cand.gain, rest)
-        part = budget.share(1.0 / (len(winners) - k)) if budget.active else budget
+        others = [g for g in groups if g[0].bidder != bidder]
+        whole = solving.share(1.0 / (len(winners) - k)) if budget.active else budget
+        part = whole.for_solves()
         result = None
         found: list[Solution | None] = [incumbent]
         bounds = [] if best.bound is None else [best.bound]
@@ -228,7 +256,7 @@ def solve_all(
             if result is None:
                 found.append(search.found)
                 bounds.append(search.root_bound())
-        if result is None and mip and not part.expired():
+        if result is None and mip and not part.expired() and _mip_worth(part, others):
             result = _milp(others, part if budget.active else None, incumbent)
             if result.bound is not None:
                 found.append(result)
@@ -237,7 +265,9 @@ def solve_all(
             bounds.append(dual.without(bidder))
             if reaches is None:
                 reaches = reach(groups)
-            result = limited_answer(others, found, None, bounds, incumbent, cand.mask, reaches)
+            result = limited_answer(
+                others, found, None, bounds, incumbent, cand.mask, reaches, budget=whole
+            )
         without[bidder] = result
     return best, without
 
@@ -259,6 +289,18 @@ class _DualWithout:
             self.parts = (math.fsum([total, *terms.values()]), terms)
         bound, terms = self.parts
         return bound - terms.get(bidder, 0.0) + ROUNDING
+
+
+#: Under a deadline, HiGHS's MIP is started only with at least this many seconds per
+#: entry left: building its model in Python alone takes ~10 us per entry (0.08 s at
+#: 8,000 entries), which a re-solve with a few milliseconds left cannot afford.
+MIP_SECONDS_PER_ENTRY = 3e-5
+
+
+def _mip_worth(budget: Budget | None, groups: Sequence[Sequence[Candidate]]) -> bool:
+    """Whether a deadline leaves time for HiGHS's MIP to build its model and search."""
+    left = None if budget is None else budget.seconds_left()
+    return left is None or left > MIP_SECONDS_PER_ENTRY * sum(len(g) for g in groups)
 
 
 def _mip_allowed(budget: Budget | None, groups: Sequence[Sequence[Candidate]]) -> bool:
@@ -359,19 +401,26 @@ def _solve_all_lp(
         if lp.proves_no_gain_without(position[bidder], incumbent):
             without[bidder] = Solution(incumbent, _without(best.chosen, bidder))
             continue
-        part = budget.share(1.0 / (len(winners) - k)) if limited else None
+        whole = budget.share(1.0 / (len(winners) - k)) if limited else None
+        part = whole.for_solves() if whole is not None else None
         small, result = _resolve_lp(
             groups, lp, local, position[bidder], bidder, incumbent, best, part, reduced, small
         )
         if result is None:
             # Out of budget: the incumbent (extended greedily), bounded by x*'s proof
             # without the winner (the same prices bound that problem).
-            others = [g for g in groups if g[0].bidder != bidder]
-            start = Solution(incumbent, _without(best.chosen, bidder))
             bound = proof[0] - float(proof[1][position[bidder]]) + ROUNDING
+            if budget.out_of_time():  # the solves' deadline (``solve_all``'s ``solving``)
+                view = _Without(best.chosen, bidder)
+                without[bidder] = Solution(incumbent, view, max(bound, incumbent))
+                continue
+            start = Solution(incumbent, _without(best.chosen, bidder))
+            others = [g for g in groups if g[0].bidder != bidder]
             if reaches is None:
                 reaches = reach(groups)
-            result = limited_answer(others, [start], None, [bound], start, cand.mask, reaches)
+            result = limited_answer(
+                others, [start], None, [bound], start, cand.mask, reaches, budget=whole
+            )
         without[bidder] = result
     return best, without
 
@@ -419,7 +468,9 @@ def _resolve_lp(
     if found_list is None and not (part is not None and part.expired()):
         found_list = lp.solve(at, budget=part)
     if found_list is None:
-        if part is not None and (part.expired() or not _mip_allowed(part, groups)):
+        if part is not None and (
+            part.expired() or not _mip_allowed(part, groups) or not _mip_worth(part, groups)
+        ):
             return small, None
         others = [g for g in groups if g[0].bidder != bidder]
         start = Solution(incumbent, _without(best.chosen, bidder))
@@ -431,7 +482,26 @@ def _resolve_lp(
     return small, Solution(incumbent, _without(best.chosen, bidder))
 
 
-def _without(chosen: dict[int, Candidate], bidder: int) -> dict[int, Candidate]:
+class _Without(Mapping[int, Candidate]):
+    """``chosen`` without ``bidder``, read through (``chosen`` is never changed)."""
+
+    def __init__(self, chosen: Mapping[int, Candidate], bidder: int) -> None:
+        self.chosen = chosen
+        self.bidder = bidder
+
+    def __getitem__(self, key: int) -> Candidate:
+        if key == self.bidder:
+            raise KeyError(key)
+        return self.chosen[key]
+
+    def __iter__(self) -> Iterator[int]:
+        return (b for b in self.chosen if b != self.bidder)
+
+    def __len__(self) -> int:
+        return len(self.chosen) - (self.bidder in self.chosen)
+
+
+def _without(chosen: Mapping[int, Candidate], bidder: int) -> dict[int, Candidate]:
     rest = dict(chosen)
     del rest[bidder]
     return rest
