@@ -48,7 +48,7 @@ def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **option
     claim(out_dir, "simulate", {"policy": policy, **config.to_dict()}, ["."])
     line = describe(workload, cluster, config)
     say(line, as_json)
-    [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run")
+    [record] = run([request(policy, workload, config, out_dir)], 1, quiet, "run", resume=False)
     if as_json:
         from themis.reports.files import summary_dict
 
