@@ -73,7 +73,7 @@ def inputs_key(request: RunRequest) -> str:
         sorted(request.params.items()),
         None if request.config is None else sorted(request.config.items()),
         request.conditions,
-        tuple(request.files) if request.out_dir is not None else (),
+        tuple(request.files),
     )
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
