@@ -4,10 +4,14 @@ the same command again reuses every run; without Ray installed, a one-line error
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -116,3 +120,48 @@ def test_without_ray_installed_ray_is_a_one_line_error(cli, tmp_path, monkeypatc
 def test_workers_and_ray_do_not_go_together(cli, tmp_path) -> None:
     result = cli("compare", *SWEEP, "-j", "2", "--ray", "auto", "--out", tmp_path / "out")
     assert_one_line_error(result, "--workers", "--ray")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_stops_a_ray_sweep_keeps_what_finished_and_leaves_no_ray(
+    tmp_path, signum, code
+) -> None:
+    """LAS finishes in seconds, Themis takes minutes: signalled between the two, the
+    command exits as without Ray (Ray's own SIGTERM handler and its plain
+    KeyboardInterrupt do not get in the way), LAS is kept and every Ray process the
+    command started (GCS, raylet, workers) is gone."""
+    pytest.importorskip("ray")
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,las", "-q"]
+    command += ["--trace", "generate:jobs=3000,load=1.2", "--cluster", "4x4x4"]
+    command += ["--out", str(out), "--ray", "auto"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    started: list = []
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "las" / RECORD_FILE).exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "LAS never finished"
+            time.sleep(0.2)
+        started = psutil.Process(proc.pid).children(recursive=True)
+        assert len(started) >= 3  # at least GCS, raylet and a worker
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, err
+        assert err.strip().endswith("terminated" if code == 143 else "interrupted"), err
+        assert sorted(p.name for p in out.iterdir()) == ["las", "themis-run.json"]
+        time.sleep(2)
+        alive = [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert not alive, [p.cmdline() for p in alive]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for p in started:
+            with contextlib.suppress(psutil.Error):
+                p.kill()

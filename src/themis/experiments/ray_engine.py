@@ -14,7 +14,9 @@ imported only here, when ``--ray`` is given.
 Stopping: Ctrl-C or SIGTERM in the driver cancels the tasks not done (``force``: their
 worker processes are killed) and, for ``auto``, stops the Ray this process started.
 Ray's driver installs its own SIGTERM handler (``sys.exit``); the CLI's is put back so
-SIGTERM unwinds as everywhere else in themis (exit 143).
+SIGTERM unwinds as everywhere else in themis (exit 143). Ray also turns an exception that
+a signal handler raises inside ``ray.wait`` into a plain ``KeyboardInterrupt``; the
+engine re-raises the handler's own exception (the CLI's ``Terminated`` for SIGTERM).
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class RayEngine:
         #: Whether this engine connected (then it disconnects); a Ray the caller had
         #: initialised already is used and left as it was.
         self.connected = False
+        #: What the SIGTERM handler raised, while Ray was in the way (module doc).
+        self.signalled: BaseException | None = None
+        self.previous_handler: Any = None
 
     def __enter__(self) -> RayEngine:
         require_ray()
@@ -101,8 +106,16 @@ class RayEngine:
                 f"cannot start or join Ray at {self.where}: {text}", field="--ray"
             ) from None
         finally:
-            if signal.getsignal(signal.SIGTERM) is not terminate and terminate is not None:
-                signal.signal(signal.SIGTERM, terminate)
+            if callable(terminate):
+                self.previous_handler = terminate
+                signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        try:
+            self.previous_handler(signum, frame)
+        except BaseException as exc:
+            self.signalled = exc
+            raise
 
     def __exit__(
         self,
@@ -115,6 +128,9 @@ class RayEngine:
         if self.connected:
             ray.shutdown()
             self.connected = False
+        if self.previous_handler is not None:
+            signal.signal(signal.SIGTERM, self.previous_handler)
+            self.previous_handler = None
         self._clean()
 
     def _clean(self) -> None:
@@ -138,7 +154,12 @@ class RayEngine:
         pending = list(labels)
         try:
             while pending:
-                done, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S)
+                try:
+                    done, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S)
+                except KeyboardInterrupt:
+                    if self.signalled is not None:
+                        raise self.signalled from None
+                    raise
                 for ref in done:
                     try:
                         outcome: Outcome = ray.get(ref)
