@@ -28,10 +28,14 @@ def test_a_failed_run_is_named_the_others_kept_and_the_rerun_runs_it_alone(
     monkeypatch.setattr(runner, "make_policy", broken)
     failed = cli("compare", "--trace", tiny_trace, *ARGS, "--out", tmp_path)
     assert failed.code == 2
-    assert failed.err.splitlines() == [
-        "themis: run 'las' failed: RuntimeError: injected failure",
-        "themis: error: 1 of 3 simulations failed, first 'las': RuntimeError: injected failure",
-    ]
+    lines = failed.err.splitlines()
+    assert lines[0] == "themis: run 'las' failed: RuntimeError: injected failure"
+    # Not a ThemisError: a bug, whose traceback is shown, not hidden.
+    assert lines[1:3] == ["themis: run 'las':", "Traceback (most recent call last):"]
+    assert lines[-2] == "RuntimeError: injected failure"
+    assert lines[-1] == (
+        "themis: error: 1 of 3 simulations failed, first 'las': RuntimeError: injected failure"
+    )
     assert not (tmp_path / "comparison.json").exists()  # no table with a hole
     assert not (tmp_path / "las").exists()
     kept = {p: (tmp_path / p / RECORD_FILE).stat().st_mtime_ns for p in ("themis", "fifo")}
@@ -53,3 +57,4 @@ def test_a_changed_option_reruns_and_the_json_answer_is_unchanged(
     assert cli(*base, "--json").out == first.out  # reused: the same answer, nothing said
     changed = cli(*base, "--lease", "120")
     assert changed.code == 0 and "reused" not in changed.out
+

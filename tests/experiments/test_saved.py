@@ -123,7 +123,7 @@ def test_a_failing_run_is_reported_and_the_others_are_kept(
     batch = run_batch(kept(tmp_path), workers=workers, on_failure=lambda o: heard.append(o.label))
     assert heard == ["themis f=0"]
     [failure] = batch.failures
-    assert failure.error == "RuntimeError: injected failure"
+    assert failure.error == "RuntimeError: injected failure" and failure.bug
     assert "injected failure" in failure.details and "Traceback" in failure.details
     assert sorted(batch.records) == ["fifo", "max-min", "themis"]
     assert not (tmp_path / "run1").exists()
@@ -139,3 +139,9 @@ def test_run_many_still_raises_after_the_others(tmp_path: Path) -> None:
     with pytest.raises(RunsFailed, match="'bad'"):
         run_many([kept(tmp_path)[2], bad], workers=2)
     assert saved.load(kept(tmp_path)[2]) is not None  # saved before the error
+
+
+def test_a_users_error_is_not_a_bug(tmp_path: Path) -> None:
+    bad = RunRequest("bad", "fifo", small_workload(), "1x1x1")  # 2-GPU gangs cannot fit
+    [failure] = run_batch([bad, kept(tmp_path)[2]], workers=2).failures
+    assert not failure.bug and "needs 2 GPUs" in str(failure.error)

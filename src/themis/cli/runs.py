@@ -70,16 +70,24 @@ def run(
 ) -> list[RunRecord]:
     """Every request's record in order. A run found finished with the same inputs is
     reused (said through ``note``); a failed run is named on stderr at once and, once
-    the others are done and saved, :class:`RunsFailed` ends the command."""
+    the others are done and saved, :class:`RunsFailed` ends the command, after the
+    traceback of each failure that is a bug (not a ThemisError), so none is hidden. A
+    batch of one run done here (``simulate``) raises the run's own error instead."""
+    alone = len(requests) == 1
     with progress_bar(not quiet) as progress:
         batch = run_batch(
             requests,
             workers,
             RunsProgress(progress, len(requests), what),
             on,
-            on_failure=_report_failure,
+            on_failure=None if alone else _report_failure,
             resume=resume,
         )
+    if alone and batch.failures and batch.failures[0].exception is not None:
+        raise batch.failures[0].exception
+    for failure in batch.failures:
+        if failure.bug and failure.details:
+            print(f"themis: run '{failure.label}':\n{failure.details.rstrip()}", file=sys.stderr)
     if batch.reused and note is not None:
         note(
             f"reused {batch.reused} of {batch.runs} runs finished earlier with the same "

@@ -84,6 +84,11 @@ class Outcome:
     #: Digest of the themis code that ran it (``saved.code_digest``): a Ray worker with
     #: other code than the driver's would break the results' reproducibility.
     code: str = ""
+    #: Whether the error is a bug (anything but a ThemisError): its traceback is shown.
+    bug: bool = False
+    #: The exception itself, for a run done in this process (never sent between
+    #: processes): a batch of one run raises it, as a single command would.
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
 
 class RunsFailed(ThemisError):
@@ -207,9 +212,12 @@ def _simulate(
     return record, texts
 
 
-def compute(request: RunRequest, on_progress: ProgressFn | None = None) -> Outcome:
+def compute(
+    request: RunRequest, on_progress: ProgressFn | None = None, here: bool = False
+) -> Outcome:
     """Run one request and return its outcome, a failure included (never raises but for
-    KeyboardInterrupt and its kind): what a worker process or a Ray task runs."""
+    KeyboardInterrupt and its kind): what a worker process or a Ray task runs. ``here``:
+    the outcome stays in this process and may carry the exception itself."""
     from themis.experiments.saved import code_digest
 
     try:
@@ -221,6 +229,8 @@ def compute(request: RunRequest, on_progress: ProgressFn | None = None) -> Outco
             error=failure_text(exc),
             details="".join(traceback.format_exception(exc)),
             code=code_digest(),
+            bug=not isinstance(exc, ThemisError),
+            exception=exc if here else None,
         )
     return Outcome(request.label, record, texts, code=code_digest())
 
@@ -351,7 +361,7 @@ def local_engine(workers: int | None) -> Engine:
 
 def _serial(requests: Sequence[RunRequest], on_progress: ProgressFn | None) -> Outcomes:
     for r in requests:
-        outcome = compute(r, on_progress)
+        outcome = compute(r, on_progress, here=True)
         if outcome.record is None and on_progress is not None:
             on_progress(outcome.label, 1, 1)
         yield outcome
@@ -379,7 +389,7 @@ def _pool(requests: Sequence[RunRequest], workers: int, on_progress: ProgressFn 
                 try:
                     outcome = future.result()
                 except Exception as exc:  # the worker died (a crash, the OOM killer)
-                    outcome = Outcome(futures[future], None, error=failure_text(exc))
+                    outcome = Outcome(futures[future], None, error=failure_text(exc), bug=True)
                 if outcome.record is None and on_progress is not None:
                     on_progress(outcome.label, 1, 1)  # done, if not well
                 yield outcome
