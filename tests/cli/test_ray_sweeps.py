@@ -165,3 +165,13 @@ def test_a_signal_stops_a_ray_sweep_keeps_what_finished_and_leaves_no_ray(
         for p in started:
             with contextlib.suppress(psutil.Error):
                 p.kill()
+
+
+def test_an_address_where_no_ray_answers_is_a_one_line_error_at_once(cli, tmp_path) -> None:
+    pytest.importorskip("ray")
+    from ..runtime.raytest import free_port
+
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    result = cli("compare", *SWEEP, "--ray", address, "--out", tmp_path / "out")
+    assert_one_line_error(result, "--ray", f"no Ray cluster answers at {address}")
+    assert not (tmp_path / "out").exists()

@@ -81,7 +81,7 @@ def compare(
     if ray_address is not None:  # before anything is read or cleared
         from themis.experiments.ray_engine import require_ray
 
-        require_ray(workers)
+        require_ray(workers, ray_address)
     from themis.cli.out_dir import claim
     from themis.cli.runs import engine, request, run  # after the option checks: quick errors
     from themis.reports.files import ensure_dir

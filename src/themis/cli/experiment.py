@@ -80,7 +80,7 @@ def paper(
     if ray_address is not None:
         from themis.experiments.ray_engine import require_ray
 
-        require_ray(workers)
+        require_ray(workers, ray_address)
     # Loaded after the options are checked, so that a mistake answers at once (the
     # report's matplotlib and the runner are not needed for it).
     from themis.cli.runs import engine, run
@@ -191,7 +191,7 @@ def truthfulness(
     if ray_address is not None:
         from themis.experiments.ray_engine import require_ray
 
-        require_ray(workers)
+        require_ray(workers, ray_address)
     from themis.cli.runs import engine, request, run
     from themis.experiments import truthfulness as measure
     from themis.policies import policy_names

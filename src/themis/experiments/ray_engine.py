@@ -37,11 +37,14 @@ from themis.experiments.runner import Outcome, Outcomes, ProgressFn, RunRequest,
 AUTO = "auto"
 #: Seconds between checks for finished tasks (signals are handled between two).
 POLL_S = 0.2
+#: Seconds to wait for the head's port to answer before calling the address wrong.
+CONNECT_TIMEOUT_S = 10.0
 
 
-def require_ray(workers: int | None = None) -> None:
-    """A clear one-line error when the runtime extra is not installed (or ``--workers``
-    is given too: Ray runs as many tasks at once as its cluster has CPUs)."""
+def require_ray(workers: int | None = None, where: str = AUTO) -> None:
+    """A clear one-line error when the runtime extra is not installed, when nothing
+    answers at the address ``where``, or when ``--workers`` is given too (Ray runs as
+    many tasks at once as its cluster has CPUs)."""
     if workers is not None:
         raise ThemisError("--workers and --ray do not go together", field="--workers")
     try:
@@ -51,6 +54,8 @@ def require_ray(workers: int | None = None) -> None:
             "needs Ray, which is not installed: pip install 'themis-scheduler[runtime]'",
             field="--ray",
         ) from None
+    if where != AUTO:
+        _reachable(where)
 
 
 class RayEngine:
@@ -95,6 +100,7 @@ class RayEngine:
                     **quiet,
                 )
             else:
+                _reachable(self.where)
                 if self.where.rsplit(":", 1)[0] in (LOOPBACK, "localhost"):
                     _loopback_addresses()
                 ray.init(address=self.where, **quiet)
@@ -174,6 +180,27 @@ class RayEngine:
             for ref in pending:
                 with contextlib.suppress(Exception):  # already finished or gone
                     ray.cancel(ref, force=True)
+
+
+def _reachable(address: str) -> None:
+    """A one-line error at once when nothing listens at ``HOST:PORT`` (Ray itself retries
+    a wrong address for minutes before it gives up). Other forms (``ray://...``) are left
+    to Ray."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return
+    try:
+        with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
+            return
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    raise ThemisError(
+        f"no Ray cluster answers at {address} ({reason}); start one with 'ray start --head' "
+        "or use --ray auto",
+        field="--ray",
+    )
 
 
 def _run_task(request: RunRequest) -> Outcome:
