@@ -101,17 +101,21 @@ def paper(
             n_workers = default_workers(len(the_plan.requests)) if workers is None else workers
             where = f"{n_workers} at a time"
         else:
-            n_workers = chosen.cpus_available()
-            where = f"as Ray tasks on {n_workers} CPUs ({ray_address})"
+            n_workers = 0  # Ray starts when a run is left to do (it tells its CPUs then)
+            where = f"as Ray tasks ({ray_address})"
         click.echo(
             f"{len(the_plan.requests)} simulations of {workload.source} on {CLUSTER} "
             f"({len(workload.apps)} apps, {workload.job_count:,} jobs; {seed_text}), {where}"
         )
         started = time.monotonic()
-        records = run(the_plan.requests, n_workers, quiet, "runs", chosen, note=click.echo)
+        records = run(the_plan.requests, n_workers or None, quiet, "runs", chosen, note=click.echo)
+        if chosen is not None:
+            n_workers = chosen.cpus_available()
     elapsed = time.monotonic() - started
     slowest = max(records, key=lambda r: r.cpu_s)
     engine_text = f"{n_workers} worker(s)" if chosen is None else f"Ray ({n_workers} CPUs)"
+    if chosen is not None and not n_workers:
+        engine_text = "Ray (every run reused)"
     meta = [
         f"workload: {workload.source}, {len(workload.apps)} apps, {workload.job_count:,} jobs, "
         f"cluster {CLUSTER}, {seed_text}",

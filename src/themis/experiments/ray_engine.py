@@ -37,6 +37,8 @@ from themis.experiments.runner import Outcome, Outcomes, ProgressFn, RunRequest,
 AUTO = "auto"
 #: Seconds between checks for finished tasks (signals are handled between two).
 POLL_S = 0.2
+#: What starting or joining Ray changes in this process's environment.
+RAY_ENVIRONMENT = ("RAY_ADDRESS", "RAY_TMPDIR", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
 #: Seconds to wait for the head's port to answer before calling the address wrong.
 CONNECT_TIMEOUT_S = 10.0
 
@@ -73,6 +75,8 @@ class RayEngine:
         #: What the SIGTERM handler raised, while Ray was in the way (module doc).
         self.signalled: BaseException | None = None
         self.previous_handler: Any = None
+        #: The Ray variables of the environment as they were (put back on exit).
+        self.environment = {k: os.environ.get(k) for k in RAY_ENVIRONMENT}
 
     def __enter__(self) -> RayEngine:
         require_ray()
@@ -90,6 +94,7 @@ class RayEngine:
         quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
         try:
             if self.where == AUTO:
+                os.environ.pop("RAY_ADDRESS", None)  # a Ray of our own, not the one named
                 self.temp_root = tempfile.mkdtemp(prefix="thx-")  # short: socket paths
                 loopback_environment(self.temp_root)
                 ray.init(
@@ -137,6 +142,11 @@ class RayEngine:
         if self.previous_handler is not None:
             signal.signal(signal.SIGTERM, self.previous_handler)
             self.previous_handler = None
+        for key, value in self.environment.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         self._clean()
 
     def _clean(self) -> None:
@@ -145,9 +155,11 @@ class RayEngine:
             self.temp_root = None
 
     def cpus_available(self) -> int:
+        """The cluster's CPUs (0 while Ray is not started: nothing has run)."""
         import ray
 
-        self._up()
+        if not self.connected:
+            return 0
         return int(ray.cluster_resources().get("CPU", 0))
 
     def __call__(self, requests: Sequence[RunRequest], on_progress: ProgressFn | None) -> Outcomes:
