@@ -31,6 +31,7 @@ def test_default_runs_every_policy_themis_first(cli, tiny_trace: Path, tmp_path:
             "allocations.csv",
             "apps.csv",
             "summary.json",
+            "themis-record.json",
         ]
         summary = json.loads((out / name / "summary.json").read_text())
         assert summary["policy"] == name

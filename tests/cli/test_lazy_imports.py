@@ -42,6 +42,7 @@ def imported(*args: str) -> tuple[int, list[str]]:
         (["simulate", "--policy", "nope"], 2),
         (["simulate", "--trace", "missing.csv"], 2),
         (["compare", "--policies", "themis,nope"], 2),
+        (["compare", "--policies", "themis,nope", "--ray", "auto"], 2),
         (["trace", "inspect", "missing.csv"], 2),
         (["auction", "missing.json"], 2),
         (["experiment", "paper", "--policies", "nope"], 2),

@@ -80,3 +80,33 @@ def test_a_signal_stops_compare_and_its_workers(tmp_path, signum, code, word) ->
             if process is not None and _alive(process):
                 process.kill()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stopped_compare_keeps_the_runs_that_finished(tmp_path, signum) -> None:
+    """FIFO finishes in seconds, Themis takes minutes: stopped between the two, the
+    folder keeps FIFO's files and record (what the same command again reuses), and
+    nothing of Themis's."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,fifo"]
+    command += ["-j", "2", "-q", *LONG_RUN, "--out", str(out)]
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "fifo" / "themis-record.json").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "FIFO never finished"
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        proc.communicate(timeout=60)
+        assert proc.returncode in (130, 143)
+        names = sorted(p.name for p in (out / "fifo").iterdir())
+        assert names == ["allocations.csv", "apps.csv", "summary.json", "themis-record.json"]
+        assert not (out / "themis").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)

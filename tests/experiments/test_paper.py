@@ -129,3 +129,23 @@ def test_sweeps_without_any_chosen_policy_are_dropped() -> None:
     p = plan({0: small_workload()}, ["fifo", "max-min"])
     assert [s.key for s in p.sweeps] == ["contention", "vgg_share", "k80_share"]  # max-min's
     assert all(policy == "max-min" for (_, _, policy, _) in p.points)
+
+
+def test_kept_runs_have_the_same_folder_with_one_seed_or_several(tmp_path: Path) -> None:
+    """--seeds 1 then --seeds 2: the second run reuses every run of seed 0."""
+    from themis.experiments.paper import saved_in
+    from themis.experiments.runner import run_batch
+
+    one = saved_in(plan({0: small_workload()}, ["themis", "fifo"]), tmp_path)
+    two = saved_in(plan({0: small_workload(), 1: small_workload()}, ["themis", "fifo"]), tmp_path)
+    folders = {r.out_dir for r in one.requests}
+    assert len(folders) == len(one.requests)
+    assert folders < {r.out_dir for r in two.requests}
+    assert all(r.files == ("summary.json",) for r in two.requests)
+    assert run_batch(one.requests, workers=1).reused == 0
+    batch = run_batch(two.requests, workers=1)
+    assert batch.reused == len(one.requests) and not batch.failures
+    assert sorted(p.name for p in (tmp_path / "seed0" / "themis").iterdir()) == [
+        "summary.json",
+        "themis-record.json",
+    ]

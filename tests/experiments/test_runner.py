@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from themis.experiments.runner import RunRequest, execute, run_many
+from themis.experiments.runner import RunRequest, RunsFailed, execute, run_many
 from themis.model.profiles import load_profiles
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions
@@ -65,6 +65,7 @@ def test_run_files_are_written_where_asked(tmp_path) -> None:
         "allocations.csv",
         "apps.csv",
         "summary.json",
+        "themis-record.json",
     ]
 
 
@@ -73,7 +74,7 @@ def test_labels_must_be_unique() -> None:
         run_many([requests()[0], requests()[0]])
 
 
-def test_a_failing_run_fails_the_batch() -> None:
+def test_a_failing_run_fails_the_batch_once_the_others_are_done() -> None:
     bad = RunRequest("bad", "fifo", small_workload(), "1x1x1")  # 2-GPU gangs cannot fit
-    with pytest.raises(Exception, match="needs 2 GPUs"):
+    with pytest.raises(RunsFailed, match="1 of 2 simulations failed, first 'bad': .*needs 2 GPUs"):
         run_many([requests()[2], bad], workers=2)

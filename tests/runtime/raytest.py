@@ -125,9 +125,10 @@ class RayHead:
     by name, other users' and other tests' included): every process whose command line
     names this head's temp dir is killed (GCS, raylet, workers, monitors)."""
 
-    def __init__(self, root: Path, gpus: int, port: int | None = None) -> None:
+    def __init__(self, root: Path, gpus: int, port: int | None = None, cpus: int = 1) -> None:
         self.root = Path(root)
         self.gpus = gpus
+        self.cpus = cpus
         self.port = port or free_port()
 
     @property
@@ -150,7 +151,7 @@ class RayHead:
         ray = str(Path(sys.executable).parent / "ray")
         args = [
             ray, "start", "--head", f"--port={self.port}", "--node-ip-address=127.0.0.1",
-            f"--num-gpus={self.gpus}", "--num-cpus=1", f"--temp-dir={self.root / 'ray'}",
+            f"--num-gpus={self.gpus}", f"--num-cpus={self.cpus}", f"--temp-dir={self.root / 'ray'}",
             "--include-dashboard=false", f"--dashboard-port={free_port()}",
             "--disable-usage-stats",
         ]  # fmt: skip

@@ -40,6 +40,7 @@ def _late(budget: Budget | None) -> bool:
     """Whether ``budget``'s deadline has passed (never under a node limit alone)."""
     return budget is not None and budget.out_of_time()
 
+
 #: Added to every computed bound for rounding (far above the sums' rounding error:
 #: thousands of terms of size <= ~100, each exactly rounded).
 ROUNDING = 1e-9

@@ -23,6 +23,7 @@ from themis.cli.run_options import (
     load_inputs,
     make_config,
     parse_policies,
+    ray_option,
     run_options,
     workers_option,
 )
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run st
     help="Also write DIR/report.html: the table and plots, one self-contained file.",
 )
 @workers_option
+@ray_option
 @QUIET
 @JSON_OPTION
 def compare(
@@ -64,19 +66,26 @@ def compare(
     out: Path | None,
     report: Path | None,
     workers: int | None,
+    ray_address: str | None,
     quiet: bool,
     as_json: bool,
     **options: Any,
 ) -> None:
     """Replay one workload under several policies; print one table and write each run to
-    OUT/<policy>/ (with --seeds: OUT/seed<s>/<policy>/) plus OUT/comparison.json."""
+    OUT/<policy>/ (with --seeds: OUT/seed<s>/<policy>/) plus OUT/comparison.json. Each run
+    is saved as it finishes; the same command again reuses the runs whose inputs did not
+    change."""
     config = make_config(**options)
     names = parse_policies(policies, "--policies")
     seed_list = parse_seeds(seeds_from_config_yield(seeds), seed_given())
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "compare"
     configs = [config] if seed_list is None else [config.with_seed(s) for s in seed_list]
+    if ray_address is not None:  # before anything is read or cleared
+        from themis.experiments.ray_engine import require_ray
+
+        require_ray(workers, ray_address)
     from themis.cli.out_dir import claim
-    from themis.cli.runs import request, run  # after the option checks: errors stay quick
+    from themis.cli.runs import engine, request, run  # after the option checks: quick errors
     from themis.reports.files import ensure_dir
 
     requests: list[RunRequest] = []
@@ -103,7 +112,9 @@ def compare(
     claim(out_dir, "compare", settings, runs)
     if report is not None:
         ensure_dir(report)
-    records = run(requests, workers, quiet, "policies" if seed_list is None else "runs")
+    what = "policies" if seed_list is None else "runs"
+    with engine(ray_address) as chosen:
+        records = run(requests, workers, quiet, what, chosen, note=lambda t: say(t, as_json))
     if seed_list is None:
         payload = _one_seed(config, records, out_dir, not as_json)
     else:

@@ -12,12 +12,13 @@ import click
 
 from themis.cli import defaults
 from themis.cli.groups import HelpGroup
-from themis.cli.progress import QUIET, RunsProgress, progress_bar
+from themis.cli.progress import QUIET
 from themis.cli.run_options import (
     describe,
     load_inputs,
     make_config,
     parse_policies,
+    ray_option,
     run_options,
     workers_option,
 )
@@ -37,7 +38,8 @@ def experiment() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(defaults.OUT_DIR) / "paper",
     show_default=True,
-    help="Where report.html, results.md and results.json go.",
+    help="Where report.html, results.md and results.json go (and runs/: each run's "
+    "summary, kept as it finishes, reused by the same command again).",
 )
 @click.option(
     "--policies",
@@ -47,6 +49,7 @@ def experiment() -> None:
     "[default: all registered]",
 )
 @workers_option
+@ray_option
 @click.option(
     "--seed",
     type=int,
@@ -60,6 +63,7 @@ def paper(
     out: Path,
     policies: str | None,
     workers: int | None,
+    ray_address: str | None,
     seed: int,
     seeds: str | None,
     quiet: bool,
@@ -69,40 +73,53 @@ def paper(
     placement-sensitive apps, estimate error, restart cost and GPU types. Writes
     OUT/report.html (tables and plots), OUT/results.md and OUT/results.json. With --seeds
     every run is repeated per seed (tables: median and range; plots: a line per seed, or
-    a band)."""
+    a band). Every run's summary is kept in OUT/runs/ as it finishes: the same command
+    again (after Ctrl-C, a failure, or with more seeds) runs only what is missing."""
     names = parse_policies(policies, "--policies")
     seed_list = parse_seeds(seeds, seed_on_command_line()) or [seed]
+    if ray_address is not None:
+        from themis.experiments.ray_engine import require_ray
+
+        require_ray(workers, ray_address)
     # Loaded after the options are checked, so that a mistake answers at once (the
     # report's matplotlib and the runner are not needed for it).
-    from themis.experiments.paper import CLUSTER, plan
-    from themis.experiments.runner import default_workers, run_many
+    from themis.cli.runs import engine, run
+    from themis.experiments.paper import CLUSTER, plan, saved_in
+    from themis.experiments.runner import default_workers
     from themis.workload import load_workload
 
     workloads = {s: load_workload(defaults.TRACE, seed=s) for s in seed_list}
     workload = workloads[seed_list[0]]
-    the_plan = plan(workloads, names)
+    the_plan = saved_in(plan(workloads, names), out / "runs")
     seed_text = f"seed {seed}" if seeds is None else f"seeds {', '.join(map(str, seed_list))}"
     if not out.exists():
         out.mkdir(parents=True)
     elif not out.is_dir():
         raise ThemisError("exists and is not a directory", source=str(out), field="--out")
-    n_workers = default_workers(len(the_plan.requests)) if workers is None else workers
-    click.echo(
-        f"{len(the_plan.requests)} simulations of {workload.source} on {CLUSTER} "
-        f"({len(workload.apps)} apps, {workload.job_count:,} jobs; {seed_text}), "
-        f"{n_workers} at a time"
-    )
-    started = time.monotonic()
-    with progress_bar(not quiet) as progress:
-        records = run_many(
-            the_plan.requests, n_workers, RunsProgress(progress, len(the_plan.requests))
+    with engine(ray_address) as chosen:
+        if chosen is None:
+            n_workers = default_workers(len(the_plan.requests)) if workers is None else workers
+            where = f"{n_workers} at a time"
+        else:
+            n_workers = 0  # Ray starts when a run is left to do (it tells its CPUs then)
+            where = f"as Ray tasks ({ray_address})"
+        click.echo(
+            f"{len(the_plan.requests)} simulations of {workload.source} on {CLUSTER} "
+            f"({len(workload.apps)} apps, {workload.job_count:,} jobs; {seed_text}), {where}"
         )
+        started = time.monotonic()
+        records = run(the_plan.requests, n_workers or None, quiet, "runs", chosen, note=click.echo)
+        if chosen is not None:
+            n_workers = chosen.cpus_available()
     elapsed = time.monotonic() - started
     slowest = max(records, key=lambda r: r.cpu_s)
+    engine_text = f"{n_workers} worker(s)" if chosen is None else f"Ray ({n_workers} CPUs)"
+    if chosen is not None and not n_workers:
+        engine_text = "Ray (every run reused)"
     meta = [
         f"workload: {workload.source}, {len(workload.apps)} apps, {workload.job_count:,} jobs, "
         f"cluster {CLUSTER}, {seed_text}",
-        f"{len(records)} simulations in {elapsed / 60:.1f} min with {n_workers} worker(s), "
+        f"{len(records)} simulations in {elapsed / 60:.1f} min with {engine_text}, "
         f"{sum(r.cpu_s for r in records) / 60:.1f} CPU-min in all; slowest: "
         f"{slowest.label}, {slowest.cpu_s:.0f} CPU-s",
         "regenerate: themis experiment paper"
@@ -159,6 +176,7 @@ TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
 @run_options
 @seeds_option
 @workers_option
+@ray_option
 @QUIET
 def truthfulness(
     policies: str | None,
@@ -167,13 +185,18 @@ def truthfulness(
     seeds: str | None,
     out: Path,
     workers: int | None,
+    ray_address: str | None,
     quiet: bool,
     **options: Any,
 ) -> None:
     """Run each policy with every app honest, then once per (lie, liar) with that app
     lying (the simulator runs the truth), for each seed; print how often and how much
     each lie paid per policy and write every case (experiments/truthfulness.py)."""
-    from themis.cli.runs import request, run
+    if ray_address is not None:
+        from themis.experiments.ray_engine import require_ray
+
+        require_ray(workers, ray_address)
+    from themis.cli.runs import engine, request, run
     from themis.experiments import truthfulness as measure
     from themis.policies import policy_names
     from themis.reports.files import ensure_dir
@@ -210,21 +233,23 @@ def truthfulness(
     for s in seed_list:
         measure.check_selectors(selectors, inputs[s][0])
     click.echo(f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}")
-    honest = {r.label: r for r in run(list(base.values()), workers, quiet, "honest run")}
-    todo = []
-    plan: list[tuple[str, int, measure.LieCase, str]] = []
-    for s in seed_list:
-        workload, cluster = inputs[s]
-        chosen = measure.choose_liars(
-            selectors, workload, honest[measure.honest_label(names[0], s)]
-        )
-        machine = max(len(g) for g in cluster.machine_gpus.values())
-        for case in measure.cases(lie_list, chosen, workload):
-            for p in names:
-                label = measure.case_label(p, case, s)
-                todo.append(measure.lie_request(base[(p, s)], case, machine, label))
-                plan.append((p, s, case, label))
-    lying = {r.label: r for r in run(todo, workers, quiet, "lying run")}
+    with engine(ray_address) as on:
+        honest_runs = run(list(base.values()), workers, quiet, "honest run", on)
+        honest = {r.label: r for r in honest_runs}
+        todo = []
+        plan: list[tuple[str, int, measure.LieCase, str]] = []
+        for s in seed_list:
+            workload, cluster = inputs[s]
+            chosen = measure.choose_liars(
+                selectors, workload, honest[measure.honest_label(names[0], s)]
+            )
+            machine = max(len(g) for g in cluster.machine_gpus.values())
+            for case in measure.cases(lie_list, chosen, workload):
+                for p in names:
+                    label = measure.case_label(p, case, s)
+                    todo.append(measure.lie_request(base[(p, s)], case, machine, label))
+                    plan.append((p, s, case, label))
+        lying = {r.label: r for r in run(todo, workers, quiet, "lying run", on)}
     rows = [
         measure.outcome(p, s, case, honest[measure.honest_label(p, s)], lying[label])
         for p, s, case, label in plan

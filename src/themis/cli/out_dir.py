@@ -27,14 +27,15 @@ from themis.reports.files import (
     ALLOCATIONS_FILE,
     APPS_FILE,
     COMPARISON_FILE,
+    RECORD_FILE,
     SUMMARY_FILE,
     ensure_dir,
     write_json,
 )
 
 MANIFEST_FILE = "themis-run.json"
-#: What one run writes into its folder.
-RUN_FILES = (SUMMARY_FILE, APPS_FILE, ALLOCATIONS_FILE)
+#: What one run writes into its folder (the record: ``experiments/saved.py``).
+RUN_FILES = (SUMMARY_FILE, APPS_FILE, ALLOCATIONS_FILE, RECORD_FILE)
 #: Most changed settings named in the note.
 MAX_CHANGES_SHOWN = 3
 
@@ -65,7 +66,11 @@ def _plain(value: Any) -> Any:
 
 
 def _same(earlier: Mapping[str, Any], manifest: Mapping[str, Any]) -> bool:
-    return all(earlier.get(k) == manifest[k] for k in ("command", "settings", "runs"))
+    """The same command, settings and run folders (in any order: the folders found on
+    disk are listed sorted, the command's own in its policies' order)."""
+    return all(earlier.get(k) == manifest[k] for k in ("command", "settings")) and sorted(
+        earlier.get("runs") or []
+    ) == sorted(manifest["runs"])
 
 
 def _earlier(out_dir: Path) -> dict[str, Any] | None:
@@ -135,7 +140,7 @@ def _difference(earlier: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
         for key in sorted({*old, *new})
         if old.get(key) != new.get(key)
     ]
-    if earlier.get("runs") != manifest["runs"]:
+    if sorted(earlier.get("runs") or []) != sorted(manifest["runs"]):
         changes.append("other runs")
     if len(changes) > MAX_CHANGES_SHOWN:
         changes = [*changes[:MAX_CHANGES_SHOWN], f"{len(changes) - MAX_CHANGES_SHOWN} more"]

@@ -611,6 +611,17 @@ workers_option = click.option(
 )
 
 
+ray_option = click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="auto|ADDRESS",
+    help="Run the simulations as Ray tasks: 'auto' starts a local Ray with one CPU per core, "
+    "ADDRESS joins a cluster started with 'ray start --head' (needs the runtime extra; "
+    "docs/sweeps.md).",
+)
+
+
 def parse_policies(text: str | None, flag: str) -> list[str]:
     """A comma-separated list of registered policies, each once; ``None``: all of them,
     in the registry's order (Themis first)."""

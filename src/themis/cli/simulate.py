@@ -52,7 +52,9 @@ def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **option
     line = describe(workload, cluster, config)
     say(line, as_json)
     reproduce = simulate_options({"policy": policy, **options})
-    [record] = run([request(policy, workload, config, out_dir, None, reproduce)], 1, quiet, "run")
+    [record] = run(
+        [request(policy, workload, config, out_dir, None, reproduce)], 1, quiet, "run", resume=False
+    )
     if as_json:
         from themis.reports.files import summary_dict
 

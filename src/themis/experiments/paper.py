@@ -28,13 +28,16 @@ fits in ten minutes on two cores; ``docs/results.md`` reports what it measured.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from themis.experiments.runner import RunRequest
 from themis.experiments.variants import compress_arrivals, with_gang_mix, with_model_share
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions
+from themis.reports.files import SUMMARY_FILE
 from themis.simulator.engine import DEFAULT_BATCH_WINDOW, Conditions
 
 CLUSTER = "2x4x8"
@@ -245,3 +248,22 @@ def expected_cost(request: RunRequest) -> float:
         return 0.2 * contention
     bidders = (1.0 - request.options.fairness_knob) * contention
     return (0.5 + 4.0 * bidders) * (BASE.lease / request.options.lease) ** 0.5
+
+
+def saved_in(the_plan: Plan, folder: Path) -> Plan:
+    """The plan with each run kept under ``folder`` as it finishes (its summary.json and
+    record), in ``seed<s>/<policy>`` or ``seed<s>/<policy>@<sweep>=<value>``: the same
+    folder whether the experiment runs one seed or several, so adding seeds reuses the
+    runs done."""
+
+    def keep(request: RunRequest) -> RunRequest:
+        seed = int(request.params["seed"])
+        name = request.label.removesuffix(f" seed {seed}").replace(" @ ", "@")
+        slug = re.sub(r"[^A-Za-z0-9@=._+-]+", "_", name)
+        return replace(request, out_dir=folder / f"seed{seed}" / slug, files=(SUMMARY_FILE,))
+
+    return replace(
+        the_plan,
+        main=[keep(r) for r in the_plan.main],
+        requests=[keep(r) for r in the_plan.requests],
+    )

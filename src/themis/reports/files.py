@@ -10,6 +10,7 @@ a non-finite number (the offered load of apps that all arrive at once) is writte
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -25,6 +26,8 @@ SUMMARY_FILE = "summary.json"
 APPS_FILE = "apps.csv"
 ALLOCATIONS_FILE = "allocations.csv"
 COMPARISON_FILE = "comparison.json"
+#: A finished run's inputs hash and record, for resuming (``experiments/saved.py``).
+RECORD_FILE = "themis-record.json"
 
 #: The first seven are the fairness arithmetic; ``model``, ``gangs`` and ``wait_s`` come
 #: last so that readers of the older seven-column file keep working.
@@ -58,53 +61,101 @@ def write_run(
 ) -> list[Path]:
     """Write the three files of one run into ``out_dir`` (created if needed); returns them.
     ``options``: the ``themis simulate`` options that reproduce the run (``--config``)."""
+    return write_texts(out_dir, run_texts(result, summary, rows, config, options=options))
+
+
+def run_texts(
+    result: SimulationResult,
+    summary: RunSummary,
+    rows: Sequence[AppRow],
+    config: Mapping[str, Any] | None = None,
+    names: Sequence[str] = (SUMMARY_FILE, APPS_FILE, ALLOCATIONS_FILE),
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """The files of one run (those of ``names``) as text, by file name: what a worker
+    process or a Ray task sends back for the process that owns the output folder to write.
+    ``options``: the ``themis simulate`` options that reproduce the run, in the summary."""
+    texts = {}
+    if SUMMARY_FILE in names:
+        payload = summary_dict(summary)
+        if config is not None:
+            payload["config"] = _jsonable(dict(config))
+        if options is not None:
+            payload["options"] = _jsonable(dict(options))
+        texts[SUMMARY_FILE] = json_text(payload)
+    if APPS_FILE in names:
+        texts[APPS_FILE] = _csv_text(write_apps_rows, rows)
+    if ALLOCATIONS_FILE in names:
+        texts[ALLOCATIONS_FILE] = _csv_text(write_allocations_rows, result.intervals)
+    return texts
+
+
+def write_texts(out_dir: Path, texts: Mapping[str, str]) -> list[Path]:
+    """Write each ``name -> text`` into ``out_dir`` (created if needed) as it is, bytes for
+    bytes; returns the paths."""
     ensure_dir(out_dir)
-    payload = summary_dict(summary)
-    if config is not None:
-        payload["config"] = _jsonable(dict(config))
-    if options is not None:
-        payload["options"] = _jsonable(dict(options))
-    paths = [out_dir / SUMMARY_FILE, out_dir / APPS_FILE, out_dir / ALLOCATIONS_FILE]
-    write_json(paths[0], payload)
-    _guarded(paths[1], write_apps_csv, rows)
-    _guarded(paths[2], write_allocations_csv, result.intervals)
+    paths = []
+    for name, text in texts.items():
+        path = out_dir / name
+        try:
+            path.write_text(text, encoding="utf-8", newline="")
+        except OSError as exc:
+            raise ThemisError(f"cannot write: {exc.strerror}", source=str(path)) from None
+        paths.append(path)
     return paths
+
+
+def _csv_text(write: Callable[[Any, Any], None], data: Any) -> str:
+    buffer = io.StringIO(newline="")
+    write(csv.writer(buffer, lineterminator="\n"), data)
+    return buffer.getvalue()
 
 
 def write_apps_csv(path: Path, rows: Iterable[AppRow]) -> None:
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(APPS_COLUMNS)
-        for r in rows:
-            writer.writerow(
-                [
-                    r.app_id,
-                    _float(r.arrival_s),
-                    _float(r.finish_s),
-                    _float(r.completion_s),
-                    _float(r.t_cluster_s),
-                    _float(r.n_avg),
-                    _float(r.rho),
-                    r.model,
-                    r.gangs,
-                    _float(r.wait_s),
-                ]
-            )
+        write_apps_rows(csv.writer(handle, lineterminator="\n"), rows)
+
+
+def write_apps_rows(writer: Any, rows: Iterable[AppRow]) -> None:
+    writer.writerow(APPS_COLUMNS)
+    for r in rows:
+        writer.writerow(
+            [
+                r.app_id,
+                _float(r.arrival_s),
+                _float(r.finish_s),
+                _float(r.completion_s),
+                _float(r.t_cluster_s),
+                _float(r.n_avg),
+                _float(r.rho),
+                r.model,
+                r.gangs,
+                _float(r.wait_s),
+            ]
+        )
 
 
 def write_allocations_csv(path: Path, intervals: Iterable[Interval]) -> None:
     """One row per interval, sorted by start; ``gpus`` is the GPU ids separated by spaces."""
-    ordered = sorted(intervals, key=lambda i: (i.start, i.end, i.app_id, i.job_id))
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(ALLOCATIONS_COLUMNS)
-        for i in ordered:
-            gpus = " ".join(str(g) for g in i.gpus)
-            writer.writerow([_float(i.start), _float(i.end), i.app_id, i.job_id, gpus])
+        write_allocations_rows(csv.writer(handle, lineterminator="\n"), intervals)
+
+
+def write_allocations_rows(writer: Any, intervals: Iterable[Interval]) -> None:
+    ordered = sorted(intervals, key=lambda i: (i.start, i.end, i.app_id, i.job_id))
+    writer.writerow(ALLOCATIONS_COLUMNS)
+    for i in ordered:
+        gpus = " ".join(str(g) for g in i.gpus)
+        writer.writerow([_float(i.start), _float(i.end), i.app_id, i.job_id, gpus])
+
+
+def json_text(payload: Any) -> str:
+    """What :func:`write_json` writes."""
+    return json.dumps(_jsonable(payload), indent=2, allow_nan=False) + "\n"
 
 
 def write_json(path: Path, payload: Any) -> None:
-    text = json.dumps(_jsonable(payload), indent=2, allow_nan=False) + "\n"
+    text = json_text(payload)
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -118,13 +169,6 @@ def ensure_dir(path: Path) -> None:
         raise ThemisError(
             f"cannot create output directory: {exc.strerror}", source=str(path), field="--out"
         ) from None
-
-
-def _guarded(path: Path, write: Callable[[Path, Any], None], data: Any) -> None:
-    try:
-        write(path, data)
-    except OSError as exc:
-        raise ThemisError(f"cannot write: {exc.strerror}", source=str(path)) from None
 
 
 def _float(value: float) -> str:
