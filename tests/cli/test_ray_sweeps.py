@@ -4,8 +4,10 @@ the same command again reuses every run; without Ray installed, a one-line error
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -20,7 +22,7 @@ import pytest
 
 from themis.reports.files import RECORD_FILE
 
-from .conftest import assert_one_line_error
+from .conftest import Outcome, assert_one_line_error
 
 #: Two seeds of three policies: six runs of a few hundred ms each.
 SWEEP = ["--trace", "generate:jobs=40,load=1.0", "--cluster", "1x2x4"]
@@ -59,8 +61,25 @@ def files(out: Path) -> dict[str, bytes]:
     return found
 
 
+def cli_process(*args: object) -> Outcome:
+    """``themis args...`` in a child process. Whatever starts or joins Ray runs there:
+    Ray initialized and shut down inside the test process leaves state behind that makes
+    the runtime's later Ray tests fail (actors cancelled), and a sweep's driver is a
+    process of its own in real use anyway."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "themis", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
 @pytest.mark.timeout(600)
-def test_compare_on_a_ray_cluster_writes_the_local_pools_bytes(cli, head, tmp_path) -> None:
+def test_compare_on_a_ray_cluster_writes_the_local_pools_bytes(head, tmp_path) -> None:
+    cli = cli_process
     local = cli("compare", *SWEEP, "-j", "2", "--out", tmp_path / "local")
     assert local.code == 0, local.err
     on_ray = cli("compare", *SWEEP, "--ray", head.address, "--out", tmp_path / "ray")
@@ -74,39 +93,54 @@ def test_compare_on_a_ray_cluster_writes_the_local_pools_bytes(cli, head, tmp_pa
     assert files(tmp_path / "ray") == theirs
 
 
-@pytest.mark.timeout(600)
-def test_a_failing_task_is_reported_and_the_others_are_kept(head, tmp_path) -> None:
-    from themis.experiments import saved
+def _failing_batch(address: str, root: str) -> tuple[str, str, list[str], list[str], str]:
+    """The failing-task batch, run in a child process (see ``cli_process``): the
+    failure's label and error, the labels recorded and heard, and what ``ordered`` raises."""
     from themis.experiments.ray_engine import RayEngine
     from themis.experiments.runner import RunsFailed, run_batch
 
     from ..experiments.test_runner import requests
 
-    todo = [replace(r, out_dir=tmp_path / f"run{i}") for i, r in enumerate(requests())]
+    todo = [replace(r, out_dir=Path(root) / f"run{i}") for i, r in enumerate(requests())]
     todo[1] = replace(todo[1], policy="no-such-policy")  # raises inside the Ray worker
-    heard: list[tuple[str, int, int]] = []
-    with RayEngine(head.address) as engine:
-        batch = run_batch(todo, on_progress=lambda *a: heard.append(a), engine=engine)
+    heard: list[str] = []
+    with RayEngine(address) as engine:
+        batch = run_batch(todo, on_progress=lambda label, *_: heard.append(label), engine=engine)
     [failure] = batch.failures
-    assert failure.label == "themis f=0" and "no-such-policy" in str(failure.error)
-    assert sorted(batch.records) == ["fifo", "max-min", "themis"]
-    assert all(saved.load(todo[i]) is not None for i in (0, 2, 3))
-    assert sorted(label for label, _, _ in heard) == sorted(r.label for r in todo)
-    with pytest.raises(RunsFailed, match="1 of 4 simulations failed, first 'themis f=0'"):
+    try:
         batch.ordered(todo)
+        raised = ""
+    except RunsFailed as exc:
+        raised = str(exc)
+    return failure.label, str(failure.error), sorted(batch.records), sorted(heard), raised
 
 
 @pytest.mark.timeout(600)
-def test_auto_starts_a_local_ray_and_stops_it(cli, tmp_path, monkeypatch) -> None:
-    pytest.importorskip("ray")
-    import ray
+def test_a_failing_task_is_reported_and_the_others_are_kept(head, tmp_path) -> None:
+    from themis.experiments import saved
 
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # 'auto': one CPU per core
-    local = cli("compare", *SWEEP, "-j", "2", "--out", tmp_path / "local")
-    on_ray = cli("compare", *SWEEP, "--ray", "auto", "--out", tmp_path / "ray")
+    from ..experiments.test_runner import requests
+
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as child:
+        label, error, records, heard, raised = child.submit(
+            _failing_batch, head.address, str(tmp_path)
+        ).result()
+    todo = [replace(r, out_dir=tmp_path / f"run{i}") for i, r in enumerate(requests())]
+    assert label == "themis f=0" and "no-such-policy" in error
+    assert records == ["fifo", "max-min", "themis"]
+    assert all(saved.load(todo[i]) is not None for i in (0, 2, 3))
+    assert heard == sorted(r.label for r in todo)  # one progress call per run
+    assert "1 of 4 simulations failed, first 'themis f=0'" in raised
+
+
+@pytest.mark.timeout(600)
+def test_auto_starts_a_local_ray_and_stops_it(tmp_path) -> None:
+    pytest.importorskip("ray")
+    local = cli_process("compare", *SWEEP, "-j", "2", "--out", tmp_path / "local")
+    on_ray = cli_process("compare", *SWEEP, "--ray", "auto", "--out", tmp_path / "ray")
     assert (local.code, on_ray.code) == (0, 0), on_ray.err
     assert files(tmp_path / "local") == files(tmp_path / "ray")
-    assert not ray.is_initialized()
 
 
 def test_without_ray_installed_ray_is_a_one_line_error(cli, tmp_path, monkeypatch) -> None:
