@@ -57,4 +57,3 @@ def test_a_changed_option_reruns_and_the_json_answer_is_unchanged(
     assert cli(*base, "--json").out == first.out  # reused: the same answer, nothing said
     changed = cli(*base, "--lease", "120")
     assert changed.code == 0 and "reused" not in changed.out
-

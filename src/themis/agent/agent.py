@@ -38,10 +38,18 @@ class Agent:
     for an offer (``bid``: at most ``max_menu`` bundles), and which GPUs of a partly
     granted bundle it keeps (``units``, ``trim``: whole gangs)."""
 
-    def __init__(self, app: AppState, cluster: Cluster, max_menu: int = 32) -> None:
+    def __init__(
+        self, app: AppState, cluster: Cluster, max_menu: int = 32, valuation: str = "paper"
+    ) -> None:
         self.app = app
         self.cluster = cluster
         self.max_menu = max_menu
+        #: "paper": bids carry rho (elapsed time plus remaining time, over the fair time);
+        #: "remaining": bids carry the remaining time alone over the fair time, so that the
+        #: auction's valuation rho_none / rho of a bundle is the ratio of remaining times,
+        #: which declaring F times the work (every job alike) leaves unchanged
+        #: (``_bid_value``; docs/knowledge.md, "Valuations by remaining time").
+        self.remaining_only = valuation == "remaining"
         self._cuts: dict[tuple[Hashable, ...], list[int]] = {}
 
     def rho_with(
@@ -110,7 +118,7 @@ class Agent:
             remaining = self.app.remaining_by_gang(now)
         work = RemainingWork(self.app.profile, remaining)
         kept_shape = self.cluster.shape_of(kept)
-        rho_none = self._rho(now, n_avg, work, kept_shape)
+        rho_none = self._bid_value(now, n_avg, work, kept_shape)
         starving = active_apps is not None and rho_none >= RHO_MAX
         entries: list[MenuEntry] = []
         self._cuts = {}
@@ -120,7 +128,7 @@ class Agent:
         chain = self._chain(now, kept, offer, renewable, offer_index)
         for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):  # distinct: nested
             self._cuts[bundle] = cuts
-            entries.append(MenuEntry(bundle, self._rho(now, n_avg, work, shape)))
+            entries.append(MenuEntry(bundle, self._bid_value(now, n_avg, work, shape)))
         if len(entries) > self.max_menu:
             # Thin evenly over sizes, always keeping the largest bundle.
             entries.sort(key=lambda e: (len(e.gpus), e.rho))
@@ -130,6 +138,13 @@ class Agent:
         if starving and active_apps is not None:
             rho_none = self._nothing(now, n_avg, work, active_apps, entries)
         return Bid(self.app.app_id, rho_none, tuple(entries))
+
+    def _bid_value(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
+        """What the bid says the app's rho would be on ``shape``: its rho, or with
+        ``remaining_only`` the remaining part of it alone (the elapsed time left out)."""
+        if self.remaining_only:
+            return rho(now, now, work.time_on(shape), self.app.t_cluster, n_avg)
+        return self._rho(now, n_avg, work, shape)
 
     def _fastest_first(self, offer: Sequence[int]) -> list[int]:
         """The offer with the GPU types this app's model runs fastest on first (the
@@ -155,8 +170,9 @@ class Agent:
         and its worst bundle: every bundle it bids is worth more than nothing, and bundles
         are compared by the rho they really give (a gang's one useful bundle against a
         small app's several)."""
+        since = now if self.remaining_only else self.app.arrival
         fair = starving_rho(
-            now, self.app.arrival, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
+            now, since, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
         )
         worst = max((e.rho for e in entries), default=fair)
         return min(max(fair, worst) * NOTHING_FACTOR, RHO_MAX)

@@ -40,7 +40,7 @@ from themis.fairness.ftf import verified_rho
 from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies.base import RANKINGS, Assignment, Changes, Schedule, SchedulingView
+from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
 
 LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
 
@@ -89,6 +89,7 @@ class Arbiter:
         limits: Limits | None = None,
         ranking: str = "verified",
         renewal_share: float = 0.0,
+        valuation: str = "paper",
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
@@ -102,6 +103,8 @@ class Arbiter:
             raise ValueError("the renewal share must satisfy 0 <= share <= 1")
         if ranking not in RANKINGS:
             raise ValueError(f"the ranking must be one of {', '.join(RANKINGS)}")
+        if valuation not in VALUATIONS:
+            raise ValueError(f"the valuation must be one of {', '.join(VALUATIONS)}")
         self.cluster = cluster
         self.fairness_knob = fairness_knob
         self.lease = lease
@@ -114,6 +117,8 @@ class Arbiter:
         self.ranking = ranking
         #: The worst-off share of wanting apps whose ending leases are renewed in place.
         self.renewal_share = renewal_share
+        #: How bids value bundles ("paper" or "remaining": ``Agent``).
+        self.valuation = valuation
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         rank = cluster.topology_rank
@@ -138,7 +143,9 @@ class Arbiter:
     def agent(self, app: AppState) -> Agent:
         agent = self._agents.get(app.app_id)
         if agent is None or agent.app is not app:
-            agent = self._agents[app.app_id] = Agent(app, self.cluster, self.max_menu)
+            agent = self._agents[app.app_id] = Agent(
+                app, self.cluster, self.max_menu, self.valuation
+            )
         return agent
 
     def lease_end(self, now: float) -> float:

@@ -27,7 +27,7 @@ from themis.model.cluster import Cluster
 from themis.model.lies import Lie, apply_lies, declarations, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
-from themis.policies.base import RANKINGS
+from themis.policies.base import RANKINGS, VALUATIONS
 from themis.simulator.engine import Conditions, check_fits
 from themis.units import gpu_hours_text
 from themis.workload import (
@@ -69,6 +69,8 @@ class RunConfig:
     ranking: str = PolicyOptions.ranking
     #: Themis: the worst-off share of wanting apps whose ending leases are renewed in place.
     renewal_share: float = PolicyOptions.renewal_share
+    #: Themis: how bids value bundles ("paper" or "remaining").
+    valuation: str = PolicyOptions.valuation
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
     gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
@@ -94,6 +96,7 @@ class RunConfig:
             lease_align=self.lease_align_s,
             ranking=self.ranking,
             renewal_share=self.renewal_share,
+            valuation=self.valuation,
             gavel_resolve=self.gavel_resolve,
             tiresias_thresholds=self.tiresias_queues,
             tiresias_promote_knob=self.tiresias_promote_knob,
@@ -134,6 +137,9 @@ class RunConfig:
         out["lease_align_s"] = self.lease_align_s
         out["ranking"] = self.ranking
         out["renewal_share"] = self.renewal_share
+        if self.valuation != PolicyOptions.valuation:
+            # Only when set: runs with the paper's valuation keep the summaries they had.
+            out["valuation"] = self.valuation
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
@@ -268,6 +274,15 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="R",
             help="Themis: leases ending for the worst-off R (0..1) of the apps that want "
             "GPUs are renewed in place, not auctioned (0: all auctioned, as in the paper).",
+        ),
+        click.option(
+            "--valuation",
+            type=click.Choice(VALUATIONS),
+            default=PolicyOptions.valuation,
+            show_default=True,
+            help="Themis: a bid values a bundle by the app's rho with it (paper) or by its "
+            "remaining time with it (remaining: declaring more or less work changes "
+            "nothing).",
         ),
         click.option(
             "--auction-node-limit",
@@ -470,6 +485,7 @@ def make_config(
     lease_align: float = 0.0,
     ranking: str = PolicyOptions.ranking,
     renewal_share: float = PolicyOptions.renewal_share,
+    valuation: str = PolicyOptions.valuation,
     gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
@@ -565,6 +581,7 @@ def make_config(
             lease_align_s=lease_align,
             ranking=ranking,
             renewal_share=renewal_share,
+            valuation=valuation,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
             misreport=lies,
@@ -592,6 +609,7 @@ def make_config(
         lease_align_s=lease_align,
         ranking=ranking,
         renewal_share=renewal_share,
+        valuation=valuation,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,
         misreport=lies,

@@ -141,6 +141,9 @@ class SchedulingView:
 #: rho of the work they have done (``verified_rho``: observed progress only, so no
 #: declaration moves it) or by the rho their declared remaining work gives (the paper's).
 RANKINGS = ("verified", "declared")
+#: How a Themis bid values a bundle (``--valuation``): the paper's rho ratio, or the ratio of
+#: the remaining times alone, which no uniform misstatement of work can move.
+VALUATIONS = ("paper", "remaining")
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,10 @@ class PolicyOptions:
     #: are renewed in place instead of auctioned (0: every ending lease is auctioned, as
     #: in the paper). The offered apps always keep theirs when it is > 0. docs/design.md.
     renewal_share: float = 0.0
+    #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
+    #: bundle, elapsed time included) or "remaining" (the app's remaining time with
+    #: nothing over its remaining time with the bundle). See docs/knowledge.md.
+    valuation: str = "paper"
     #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
     #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
     #: every arrival and completion). See docs/policies/gavel.md.

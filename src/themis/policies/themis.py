@@ -46,6 +46,7 @@ class ThemisPolicy(Policy):
                 Limits(self.options.auction_node_limit, self.options.auction_deadline),
                 self.options.ranking,
                 self.options.renewal_share,
+                self.options.valuation,
             )
         return self._arbiter
 
