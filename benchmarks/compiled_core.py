@@ -1,0 +1,292 @@
+"""A compiled core, measured: Themis with its hot modules compiled by mypyc (issue 21).
+
+    nice .venv/bin/python benchmarks/compiled_core.py [--jobs 10000] [--modules M,M,...]
+                                                      [--skip-bundled] [--skip-jobs]
+                                                      [--keep DIR]
+
+Copies ``src/themis`` twice into a fresh temporary directory: one copy stays pure Python,
+the other gets ``--modules`` compiled in place by mypyc (``python -m mypyc``, run in the
+copy: no build artefact is written into the repository). If the modules do not compile
+together, each is tried alone and those that fail are skipped (and listed). Then, in fresh
+child processes with ``PYTHONPATH`` on each copy (pure first, then compiled, one after the
+other so that they share the machine's state of the moment), it runs Themis on
+
+- ``bundled``: the bundled HyperDrive workload, the default run of ``themis simulate
+  --policy themis`` (the command itself, ``themis.cli.main.run``, with ``--out``);
+- ``jobs``: ``--jobs`` generated Philly-like jobs on one GPU per 10 jobs, exactly as
+  ``targets.py`` and ``scale.py``'s jobs sweep generate them, the run's files written with
+  the same code as ``themis simulate --out`` (``run_texts``).
+
+Each child reports the CPU seconds of the simulation (``time.process_time`` around
+``simulate``), the rounds, where ``themis`` and the compiled modules were imported from
+(the compiled run checks that they are ``.so`` files) and the SHA-256 of the files the run
+wrote (``summary.json``, ``apps.csv``, ``allocations.csv``); pure and compiled must be
+byte-identical. Prints a table and, last, one JSON line. The machine may be loaded:
+compare the ratio within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+
+#: The hot modules of the profile (docs/benchmarks.md, "Where the time goes"): the
+#: arbiter's round, the agents' bids, placement and state, fairness, the simulator engine,
+#: the Themis policy and the auction's Python side (the solver calls numpy and HiGHS).
+DEFAULT_MODULES = (
+    "themis.arbiter.round",
+    "themis.arbiter.leftover",
+    "themis.arbiter.reservation",
+    "themis.agent.agent",
+    "themis.agent.app_scheduler",
+    "themis.model.placement",
+    "themis.model.state",
+    "themis.model.cluster",
+    "themis.fairness.ftf",
+    "themis.fairness.shares",
+    "themis.simulator.engine",
+    "themis.simulator.events",
+    "themis.policies.themis",
+    "themis.auction.partial_allocation",
+    "themis.auction.bids",
+)
+#: The files a run writes (``themis simulate --out``) that must not differ.
+RUN_FILES = ("summary.json", "apps.csv", "allocations.csv")
+
+COMMON = """
+import hashlib, importlib, json, sys, time
+from pathlib import Path
+import themis
+
+def report(out, cpu, wall, rounds, modules):
+    files = {{name: hashlib.sha256((Path(out) / name).read_bytes()).hexdigest()
+              for name in {files!r}}}
+    where = {{m: importlib.import_module(m).__file__ for m in modules}}
+    print(json.dumps({{"cpu": cpu, "wall": wall, "rounds": rounds, "themis": themis.__file__,
+                      "modules": where, "files": files}}))
+"""
+
+BUNDLED = (
+    COMMON
+    + """
+import themis.experiments.runner as runner
+from themis.cli.main import run
+spent = []
+simulate = runner.simulate
+
+def timed(*args, **kwargs):
+    w, c = time.perf_counter(), time.process_time()
+    result = simulate(*args, **kwargs)
+    spent.append((time.process_time() - c, time.perf_counter() - w, result.rounds))
+    return result
+
+runner.simulate = timed  # the command's own path, the simulation alone timed
+code = run(["simulate", "--policy", "themis", "--out", {out!r}, "--quiet"])
+if code != 0:
+    raise SystemExit(f"themis simulate exited with {{code}}")
+[(cpu, wall, rounds)] = spent
+report({out!r}, cpu, wall, rounds, {modules!r})
+"""
+)
+
+JOBS = (
+    COMMON
+    + """
+sys.path.insert(0, {here!r})
+from instances import rack_spec
+from themis.model.cluster import Cluster
+from themis.model.profiles import load_profiles
+from themis.policies import PolicyOptions, make_policy
+from themis.reports.files import run_texts, write_texts
+from themis.reports.record import record_run
+from themis.simulator import simulate
+from themis.workload.generator import GeneratorSpec, generate
+cluster = Cluster.from_spec(rack_spec(max(64, {jobs} // 10)))
+workload = generate(GeneratorSpec(jobs={jobs}, seed=0, gpus=cluster.size), load_profiles())
+policy = make_policy("themis", PolicyOptions())
+w, c = time.perf_counter(), time.process_time()
+result = simulate(workload, cluster, policy)
+cpu, wall = time.process_time() - c, time.perf_counter() - w
+record = record_run(result, "themis")
+write_texts(Path({out!r}), run_texts(result, record.summary, record.rows))
+report({out!r}, cpu, wall, result.rounds, {modules!r})
+"""
+)
+
+
+def module_path(name: str) -> str:
+    """``themis.arbiter.round`` -> ``themis/arbiter/round.py`` (paths pass through)."""
+    if name.endswith(".py"):
+        return name.removeprefix("src/")
+    return name.replace(".", "/") + ".py"
+
+
+def copy_package(root: Path) -> Path:
+    root.mkdir(parents=True)
+    shutil.copytree(SRC / "themis", root / "themis", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def mypyc(root: Path, files: list[str], log: Path) -> bool:
+    """Compile ``files`` (paths relative to ``root``) in place; the log goes to ``log``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mypyc", "--ignore-missing-imports", *files],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+    )
+    log.write_text(done.stdout)
+    return done.returncode == 0
+
+
+def errors_of(log: Path) -> str:
+    lines = [ln for ln in log.read_text().splitlines() if "error" in ln.lower()]
+    return lines[0] if lines else log.read_text().strip().splitlines()[-1]
+
+
+def build(root: Path, modules: list[str], logs: Path) -> tuple[list[str], dict[str, str]]:
+    """Compile the modules in the copy at ``root``: all together, else each alone first to
+    find those mypyc rejects. Returns (compiled modules, {skipped module: why})."""
+    files = [module_path(m) for m in modules]
+    if mypyc(root, files, logs / "mypyc-all.log"):
+        return modules, {}
+    skipped: dict[str, str] = {}
+    for module, path in zip(modules, files, strict=True):
+        trial = root.parent / f"trial-{module}"
+        copy_package(trial)
+        log = logs / f"mypyc-{module}.log"
+        if not mypyc(trial, [path], log):
+            skipped[module] = errors_of(log)
+        shutil.rmtree(trial)
+    kept = [m for m in modules if m not in skipped]
+    if kept and not mypyc(root, [module_path(m) for m in kept], logs / "mypyc-kept.log"):
+        raise RuntimeError(f"the modules compile alone but not together: see {logs}")
+    return kept, skipped
+
+
+def child(root: Path, code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env, cwd=root
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument(
+        "--modules", default=",".join(DEFAULT_MODULES), help="dotted names or paths, by commas"
+    )
+    parser.add_argument("--skip-bundled", action="store_true")
+    parser.add_argument("--skip-jobs", action="store_true")
+    parser.add_argument("--keep", type=Path, default=None, help="work here and keep it")
+    args = parser.parse_args(argv)
+    modules = [m.strip() for m in args.modules.split(",") if m.strip()]
+
+    if args.keep is not None:
+        work = args.keep
+        if work.exists():
+            parser.error(f"--keep {work} exists")
+        tmp = None
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="themis-mypyc-")
+        work = Path(tmp.name)
+    try:
+        pure, compiled, logs = work / "pure", work / "compiled", work / "logs"
+        copy_package(pure)
+        copy_package(compiled)
+        logs.mkdir()
+        started = time.perf_counter()
+        kept, skipped = build(compiled, modules, logs)
+        build_s = time.perf_counter() - started
+        print(f"mypyc: {len(kept)} modules compiled in {build_s:.0f} s wall", flush=True)
+        for module, why in skipped.items():
+            print(f"  skipped {module}: {why}", flush=True)
+
+        workloads = []
+        if not args.skip_bundled:
+            workloads.append(("bundled HyperDrive", BUNDLED, {}))
+        if not args.skip_jobs:
+            workloads.append((f"{args.jobs:,} generated jobs", JOBS, {"jobs": args.jobs}))
+        rows = []
+        for label, template, extra in workloads:
+            runs = {}
+            for kind, root in (("pure", pure), ("compiled", compiled)):
+                out = work / "out" / f"{label.split()[0]}-{kind}"
+                code = template.format(
+                    files=RUN_FILES,
+                    out=str(out),
+                    here=str(HERE),
+                    modules=kept if kind == "compiled" else [],
+                    **extra,
+                )
+                runs[kind] = r = child(root, code)
+                print(
+                    f"{label}, {kind}: {r['cpu']:.2f} s CPU ({r['wall']:.2f} wall), "
+                    f"{r['rounds']} rounds",
+                    flush=True,
+                )
+            p, c = runs["pure"], runs["compiled"]
+            if not p["themis"].startswith(str(pure)) or not c["themis"].startswith(str(compiled)):
+                raise RuntimeError(f"themis imported from elsewhere: {p['themis']}, {c['themis']}")
+            not_so = [m for m, f in c["modules"].items() if not f.endswith(".so")]
+            if not_so:
+                raise RuntimeError(f"not compiled in the compiled run: {not_so}")
+            rows.append(
+                {
+                    "workload": label,
+                    "pure_cpu": p["cpu"],
+                    "compiled_cpu": c["cpu"],
+                    "ratio": p["cpu"] / c["cpu"],
+                    "rounds": [p["rounds"], c["rounds"]],
+                    "identical": p["files"] == c["files"] and p["rounds"] == c["rounds"],
+                    "sha256": {"pure": p["files"], "compiled": c["files"]},
+                }
+            )
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+    print()
+    files = ", ".join(RUN_FILES)
+    print(f"| workload | pure CPU s | compiled CPU s | ratio | rounds | identical ({files}) |")
+    print("|---|---:|---:|---:|---:|---|")
+    for row in rows:
+        print(
+            f"| {row['workload']} | {row['pure_cpu']:.2f} | {row['compiled_cpu']:.2f} "
+            f"| {row['ratio']:.2f}x | {row['rounds'][0]:,} "
+            f"| {'yes' if row['identical'] else 'NO'} |"
+        )
+    print(f"compiled: {', '.join(kept)}")
+    print(f"skipped: {', '.join(skipped) or 'none'}")
+    print(
+        json.dumps(
+            {
+                "compiled": kept,
+                "skipped": skipped,
+                "build_wall_s": build_s,
+                "load": os.getloadavg(),
+                "rows": rows,
+            }
+        )
+    )
+    return 0 if all(row["identical"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
