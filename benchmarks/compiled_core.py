@@ -1,21 +1,24 @@
 """A compiled core, measured: Themis with its hot modules compiled by mypyc (issue 21).
 
     nice .venv/bin/python benchmarks/compiled_core.py [--jobs 10000] [--modules M,M,...]
-                                                      [--skip-bundled] [--skip-jobs]
-                                                      [--keep DIR]
+                                                      [--lease-align S] [--skip-bundled]
+                                                      [--skip-jobs] [--keep DIR]
 
 Copies ``src/themis`` twice into a fresh temporary directory: one copy stays pure Python,
 the other gets ``--modules`` compiled in place by mypyc (``python -m mypyc``, run in the
-copy: no build artefact is written into the repository). If the modules do not compile
-together, each is tried alone and those that fail are skipped (and listed). Then, in fresh
-child processes with ``PYTHONPATH`` on each copy (pure first, then compiled, one after the
-other so that they share the machine's state of the moment), it runs Themis on
+copy: no build artefact is written into the repository). Modules that mypyc's errors name
+are dropped and the rest compiled again (the skipped ones are listed, with why); a copy
+that compiles but fails a smoke test (every registered policy made) stops the benchmark.
+Then, in fresh child processes with ``PYTHONPATH`` on each copy (pure first, then compiled,
+one after the other so that they share the machine's state of the moment), it runs Themis
+on
 
 - ``bundled``: the bundled HyperDrive workload, the default run of ``themis simulate
   --policy themis`` (the command itself, ``themis.cli.main.run``, with ``--out``);
 - ``jobs``: ``--jobs`` generated Philly-like jobs on one GPU per 10 jobs, exactly as
   ``targets.py`` and ``scale.py``'s jobs sweep generate them, the run's files written with
-  the same code as ``themis simulate --out`` (``run_texts``).
+  the same code as ``themis simulate --out`` (``run_texts``); ``--lease-align`` as in
+  ``targets.py`` (0, the default: decisions as by default).
 
 Each child reports the CPU seconds of the simulation (``time.process_time`` around
 ``simulate``), the rounds, where ``themis`` and the compiled modules were imported from
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +47,9 @@ SRC = HERE.parent / "src"
 #: The hot modules of the profile (docs/benchmarks.md, "Where the time goes"): the
 #: arbiter's round, the agents' bids, placement and state, fairness, the simulator engine,
 #: the Themis policy and the auction's Python side (the solver calls numpy and HiGHS).
+#: Not ``themis.policies.base``: its ``Policy`` would become an extension class, which
+#: the registered (class-decorated) Themis policy and the interpreted policies may not
+#: subclass ("Non-extension classes may not inherit from extension classes").
 DEFAULT_MODULES = (
     "themis.arbiter.round",
     "themis.arbiter.leftover",
@@ -59,6 +66,10 @@ DEFAULT_MODULES = (
     "themis.policies.themis",
     "themis.auction.partial_allocation",
     "themis.auction.bids",
+    "themis.auction.solver",
+    "themis.auction.budget",
+    "themis.policies._pool",
+    "themis.model.workload",
 )
 #: The files a run writes (``themis simulate --out``) that must not differ.
 RUN_FILES = ("summary.json", "apps.csv", "allocations.csv")
@@ -113,7 +124,7 @@ from themis.simulator import simulate
 from themis.workload.generator import GeneratorSpec, generate
 cluster = Cluster.from_spec(rack_spec(max(64, {jobs} // 10)))
 workload = generate(GeneratorSpec(jobs={jobs}, seed=0, gpus=cluster.size), load_profiles())
-policy = make_policy("themis", PolicyOptions())
+policy = make_policy("themis", PolicyOptions(lease_align={align}))
 w, c = time.perf_counter(), time.process_time()
 result = simulate(workload, cluster, policy)
 cpu, wall = time.process_time() - c, time.perf_counter() - w
@@ -124,10 +135,15 @@ report({out!r}, cpu, wall, result.rounds, {modules!r})
 )
 
 
-def module_path(name: str) -> str:
-    """``themis.arbiter.round`` -> ``themis/arbiter/round.py`` (paths pass through)."""
+def module_name(name: str) -> str:
+    """``src/themis/arbiter/round.py`` or ``themis.arbiter.round`` -> the latter."""
     if name.endswith(".py"):
-        return name.removeprefix("src/")
+        return name.removeprefix("src/").removesuffix(".py").replace("/", ".")
+    return name
+
+
+def module_path(name: str) -> str:
+    """``themis.arbiter.round`` -> ``themis/arbiter/round.py``."""
     return name.replace(".", "/") + ".py"
 
 
@@ -151,29 +167,40 @@ def mypyc(root: Path, files: list[str], log: Path) -> bool:
     return done.returncode == 0
 
 
-def errors_of(log: Path) -> str:
-    lines = [ln for ln in log.read_text().splitlines() if "error" in ln.lower()]
-    return lines[0] if lines else log.read_text().strip().splitlines()[-1]
+ERROR = re.compile(r"^(themis/\S+)\.py:\d+: error: (.*)$")
 
 
 def build(root: Path, modules: list[str], logs: Path) -> tuple[list[str], dict[str, str]]:
-    """Compile the modules in the copy at ``root``: all together, else each alone first to
-    find those mypyc rejects. Returns (compiled modules, {skipped module: why})."""
-    files = [module_path(m) for m in modules]
-    if mypyc(root, files, logs / "mypyc-all.log"):
-        return modules, {}
-    skipped: dict[str, str] = {}
-    for module, path in zip(modules, files, strict=True):
-        trial = root.parent / f"trial-{module}"
-        copy_package(trial)
-        log = logs / f"mypyc-{module}.log"
-        if not mypyc(trial, [path], log):
-            skipped[module] = errors_of(log)
-        shutil.rmtree(trial)
-    kept = [m for m in modules if m not in skipped]
-    if kept and not mypyc(root, [module_path(m) for m in kept], logs / "mypyc-kept.log"):
-        raise RuntimeError(f"the modules compile alone but not together: see {logs}")
+    """Compile the modules in the copy at ``root``; when mypyc rejects some, drop the
+    modules its errors name and try again. Returns (compiled, {skipped module: why})."""
+    kept, skipped = list(modules), {}
+    for attempt in range(len(modules)):
+        for stale in root.rglob("*.so"):  # nothing left over from a failed attempt
+            stale.unlink()
+        log = logs / f"mypyc-{attempt}.log"
+        if mypyc(root, [module_path(m) for m in kept], log):
+            return kept, skipped
+        blamed: dict[str, str] = {}
+        for line in log.read_text().splitlines():
+            if match := ERROR.match(line):
+                blamed.setdefault(match[1].replace("/", "."), match[2])
+        blamed = {m: why for m, why in blamed.items() if m in kept}
+        if not blamed:
+            raise RuntimeError(f"mypyc failed: {log.read_text()[-2000:]}")
+        skipped.update(blamed)
+        kept = [m for m in kept if m not in blamed]
+        if not kept:
+            break
     return kept, skipped
+
+
+SMOKE = """
+import json
+from themis.policies import PolicyOptions, make_policy, policy_names
+for name in policy_names():
+    make_policy(name, PolicyOptions())
+print(json.dumps({"policies": len(policy_names())}))
+"""
 
 
 def child(root: Path, code: str) -> dict:
@@ -192,11 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--modules", default=",".join(DEFAULT_MODULES), help="dotted names or paths, by commas"
     )
+    parser.add_argument(
+        "--lease-align", type=float, default=0.0, help="generated jobs only (targets.py's)"
+    )
     parser.add_argument("--skip-bundled", action="store_true")
     parser.add_argument("--skip-jobs", action="store_true")
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep it")
     args = parser.parse_args(argv)
-    modules = [m.strip() for m in args.modules.split(",") if m.strip()]
+    modules = [module_name(m.strip()) for m in args.modules.split(",") if m.strip()]
 
     if args.keep is not None:
         work = args.keep
@@ -217,12 +247,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mypyc: {len(kept)} modules compiled in {build_s:.0f} s wall", flush=True)
         for module, why in skipped.items():
             print(f"  skipped {module}: {why}", flush=True)
+        try:  # a module may compile and still break at run time: say so, and stop
+            child(compiled, SMOKE)
+        except RuntimeError as exc:
+            last = str(exc).strip().splitlines()[-1]
+            print(f"the compiled copy breaks at run time ({last}): drop a module", flush=True)
+            return 2
 
         workloads = []
         if not args.skip_bundled:
             workloads.append(("bundled HyperDrive", BUNDLED, {}))
         if not args.skip_jobs:
-            workloads.append((f"{args.jobs:,} generated jobs", JOBS, {"jobs": args.jobs}))
+            label = f"{args.jobs:,} generated jobs"
+            if args.lease_align:
+                label += f", lease align {args.lease_align:g} s"
+            workloads.append((label, JOBS, {"jobs": args.jobs, "align": args.lease_align}))
         rows = []
         for label, template, extra in workloads:
             runs = {}
