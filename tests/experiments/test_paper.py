@@ -20,6 +20,7 @@ from themis.experiments.paper import (
 )
 from themis.experiments.paper_report import write_outputs
 from themis.experiments.runner import execute, run_many
+from themis.policies import make_policy
 
 from .test_runner import small_workload
 
@@ -149,3 +150,15 @@ def test_kept_runs_have_the_same_folder_with_one_seed_or_several(tmp_path: Path)
         "summary.json",
         "themis-record.json",
     ]
+
+
+def test_the_restart_cost_sweep_leaves_out_gandiva_which_refuses_long_resumes() -> None:
+    p = plan({0: small_workload()}, ["themis", "gandiva"])
+    assert ("restart_cost_s", 120.0, "themis", 0) in p.points
+    assert not any(s == "restart_cost_s" and pol == "gandiva" for (s, _, pol, _) in p.points)
+    # Every run the plan makes is one gandiva accepts.
+    for request in p.requests:
+        if request.policy == "gandiva":
+            make_policy("gandiva", request.options).check_restart_cost(
+                request.conditions.restart_cost
+            )

@@ -167,3 +167,23 @@ def test_the_time_slice_is_its_own_a_minute_by_default_not_the_lease() -> None:
             (270.0, 300.0, "b0", (0,)),
         ],
     )
+
+
+def test_a_resume_as_long_as_the_time_slice_is_refused_before_the_run() -> None:
+    # With 60 s slices a 120 s resume leaves a time-sliced job no time to run: the bundled
+    # trace's simulated clock passed a year before the run was stopped. It is refused up
+    # front, naming the option; a resume shorter than the slice runs.
+    from themis.errors import ThemisError
+    from themis.simulator.engine import Conditions
+
+    w = workload([("a", 0.0, [(1, 600.0)] * 3)])
+    cluster = Cluster.from_spec("1x1x2")
+    with pytest.raises(ThemisError, match="not shorter than its 60 s time slice") as raised:
+        simulate(
+            w, cluster, make_policy("gandiva", PolicyOptions()), conditions=Conditions(0.0, 60.0)
+        )
+    assert raised.value.field == "--restart-cost"
+    done = simulate(
+        w, cluster, make_policy("gandiva", PolicyOptions()), conditions=Conditions(0.0, 30.0)
+    )
+    assert len(done.apps) == 1

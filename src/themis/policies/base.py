@@ -226,6 +226,11 @@ class Policy(ABC):
             },
         )
 
+    def check_restart_cost(self, restart_cost: float) -> None:
+        """Refuse a restart cost (seconds per start) under which this policy could not make
+        progress, before a run that would never end; every cost is fine by default."""
+        return None
+
     def report(self) -> dict[str, float]:
         """Figures of the policy's own mechanism for the run's summary (e.g. the idle
         GPU-time its reservations cost); empty for policies with nothing to add."""
