@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from .children import default_sigint
+
 psutil = pytest.importorskip("psutil")
 
 SRC = Path(__file__).parents[2] / "src"
@@ -60,6 +62,7 @@ def test_a_signal_stops_compare_and_its_workers(tmp_path, signum, code, word) ->
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
     workers = []
     try:
@@ -92,7 +95,12 @@ def test_a_stopped_compare_keeps_the_runs_that_finished(tmp_path, signum) -> Non
     command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,fifo"]
     command += ["-j", "2", "-q", *LONG_RUN, "--out", str(out)]
     proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 300
