@@ -22,7 +22,7 @@ import pytest
 
 from themis.reports.files import RECORD_FILE
 
-from .children import default_sigint
+from .children import start_cli
 from .conftest import Outcome, assert_one_line_error
 
 #: Two seeds of three policies: six runs of a few hundred ms each.
@@ -173,14 +173,7 @@ def test_a_signal_stops_a_ray_sweep_keeps_what_finished_and_leaves_no_ray(
     command += ["--trace", "generate:jobs=3000,load=1.2", "--cluster", "4x4x4"]
     command += ["--out", str(out), "--ray", "auto"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
+    proc = start_cli(command, env)
     started: list = []
     try:
         deadline = time.monotonic() + 300

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from .children import default_sigint
+from .children import start_cli
 
 psutil = pytest.importorskip("psutil")
 
@@ -55,15 +54,7 @@ def test_a_signal_stops_compare_and_its_workers(tmp_path, signum, code, word) ->
     out = tmp_path / "out"
     command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,las"]
     command += ["-j", "2", "-q", *LONG_RUN, "--out", str(out)]
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=default_sigint,
-    )
+    proc = start_cli(command, env, new_session=True)
     workers = []
     try:
         workers = _wait_for_children(psutil.Process(proc.pid), 2)
@@ -94,14 +85,7 @@ def test_a_stopped_compare_keeps_the_runs_that_finished(tmp_path, signum) -> Non
     out = tmp_path / "out"
     command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,fifo"]
     command += ["-j", "2", "-q", *LONG_RUN, "--out", str(out)]
-    proc = subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_sigint,
-    )
+    proc = start_cli(command, env)
     try:
         deadline = time.monotonic() + 300
         while not (out / "fifo" / "themis-record.json").exists():
