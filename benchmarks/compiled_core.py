@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from targets import GENERATED_RUN
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 
@@ -112,22 +114,9 @@ report({out!r}, cpu, wall, rounds, {modules!r})
 
 JOBS = (
     COMMON
-    + """
-sys.path.insert(0, {here!r})
-from instances import rack_spec
-from themis.model.cluster import Cluster
-from themis.model.profiles import load_profiles
-from themis.policies import PolicyOptions, make_policy
-from themis.reports.files import run_texts, write_texts
+    + GENERATED_RUN
+    + """from themis.reports.files import run_texts, write_texts
 from themis.reports.record import record_run
-from themis.simulator import simulate
-from themis.workload.generator import GeneratorSpec, generate
-cluster = Cluster.from_spec(rack_spec(max(64, {jobs} // 10)))
-workload = generate(GeneratorSpec(jobs={jobs}, seed=0, gpus=cluster.size), load_profiles())
-policy = make_policy("themis", PolicyOptions(lease_align={align}))
-w, c = time.perf_counter(), time.process_time()
-result = simulate(workload, cluster, policy)
-cpu, wall = time.process_time() - c, time.perf_counter() - w
 record = record_run(result, "themis")
 write_texts(Path({out!r}), run_texts(result, record.summary, record.rows))
 report({out!r}, cpu, wall, result.rounds, {modules!r})

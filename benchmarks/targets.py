@@ -59,8 +59,9 @@ for name, limits in (("deadline", Limits(None, 1.0)), ("nodes", Limits(DEFAULT_N
 print(json.dumps(out))
 """
 
-JOBS = """
-import json, sys, time
+#: Themis on generated jobs, the simulation alone timed (``cpu``, ``wall``, ``result``):
+#: ``compiled_core.py`` runs the same body, then writes the run's files.
+GENERATED_RUN = """
 sys.path.insert(0, {here!r})
 from instances import rack_spec
 from themis.model.cluster import Cluster
@@ -73,9 +74,16 @@ workload = generate(GeneratorSpec(jobs={jobs}, seed=0, gpus=cluster.size), load_
 policy = make_policy("themis", PolicyOptions(lease_align={align}))
 w, c = time.perf_counter(), time.process_time()
 result = simulate(workload, cluster, policy)
-print(json.dumps({{"wall": time.perf_counter() - w, "cpu": time.process_time() - c,
-                  "rounds": result.rounds, "gpus": cluster.size}}))
+cpu, wall = time.process_time() - c, time.perf_counter() - w
 """
+
+JOBS = (
+    "import json, sys, time"
+    + GENERATED_RUN
+    + """print(json.dumps({{"wall": wall, "cpu": cpu, "rounds": result.rounds,
+                  "gpus": cluster.size}}))
+"""
+)
 
 BUNDLED = """
 import json, sys
