@@ -139,12 +139,15 @@ class Agent:
             rho_none = self._nothing(now, n_avg, work, active_apps, entries)
         return Bid(self.app.app_id, rho_none, tuple(entries))
 
+    def _valued_since(self, now: float) -> float:
+        """Where the time a bid counts starts: the app's arrival (its rho), or ``now`` with
+        ``remaining_only`` (the remaining time alone, the elapsed time left out)."""
+        return now if self.remaining_only else self.app.arrival
+
     def _bid_value(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
-        """What the bid says the app's rho would be on ``shape``: its rho, or with
-        ``remaining_only`` the remaining part of it alone (the elapsed time left out)."""
-        if self.remaining_only:
-            return rho(now, now, work.time_on(shape), self.app.t_cluster, n_avg)
-        return self._rho(now, n_avg, work, shape)
+        """What the bid says the app's rho would be on ``shape`` (``_valued_since``)."""
+        since = self._valued_since(now)
+        return rho(now, since, work.time_on(shape), self.app.t_cluster, n_avg)
 
     def _fastest_first(self, offer: Sequence[int]) -> list[int]:
         """The offer with the GPU types this app's model runs fastest on first (the
@@ -170,9 +173,14 @@ class Agent:
         and its worst bundle: every bundle it bids is worth more than nothing, and bundles
         are compared by the rho they really give (a gang's one useful bundle against a
         small app's several)."""
-        since = now if self.remaining_only else self.app.arrival
         fair = starving_rho(
-            now, since, work, self.cluster.shape, active_apps, self.app.t_cluster, n_avg
+            now,
+            self._valued_since(now),
+            work,
+            self.cluster.shape,
+            active_apps,
+            self.app.t_cluster,
+            n_avg,
         )
         worst = max((e.rho for e in entries), default=fair)
         return min(max(fair, worst) * NOTHING_FACTOR, RHO_MAX)
