@@ -66,10 +66,26 @@ def test_truthfulness_writes_its_tables(cli, tiny_trace: Path, tmp_path: Path) -
     assert rows[0].startswith("policy,seed,lie,liar,partner") and len(rows) == 1 + 4 * 2
 
 
+def test_truthfulness_over_contexts_gives_each_gain_its_range(
+    cli, tiny_trace: Path, tmp_path: Path
+) -> None:
+    where = ("--trace", tiny_trace, "--cluster", "1x1x4", "--out", tmp_path)
+    lies = ("--lies", "work:0.5", "--liars", "1", "--contexts", "3")
+    result = cli("experiment", "truthfulness", *where, "--policies", "srtf", *lies, "-q")
+    assert result.code == 0, result.err
+    assert "3 contexts" in result.out
+    text = (tmp_path / "truthfulness.md").read_text()
+    assert "over the contexts" in text and "(3) |" in text
+    header, row = (tmp_path / "truthfulness.csv").read_text().splitlines()
+    assert header.endswith(",contexts,gain_low,gain_high") and row.split(",")[10] == "3"
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "fragment"),
     [
         ("--lies", "work:1", "the truth"),
+        ("--contexts", "0", "at least 1"),
+        ("--context-error", "1.5", "in (0, 1)"),
         ("--lies", "pair:split", "is not KIND:VALUE"),
         ("--liars", "nobody", "neither an app"),
         ("--liars", "worst:x", "is not worst:N"),

@@ -104,3 +104,68 @@ def test_no_lie_about_work_pays_when_themis_ranks_by_verified_progress(liar: str
     assert all(o.gain <= 1e-9 for o in verified.values())
     if liar != "A":
         assert max(o.gain for o in declared.values()) > 0.05  # the control: it did pay
+
+
+# -- contexts: the gain a liar can expect, over estimate errors it cannot predict ---------------
+
+
+def test_one_context_is_the_run_itself_and_several_draw_their_own_errors() -> None:
+    plain = Conditions(restart_cost=5.0)
+    assert lies.context_conditions(plain, 7, 0, 1) is plain
+    drawn = [lies.context_conditions(plain, 7, k, 3) for k in range(3)]
+    assert {c.estimate_error for c in drawn} == {lies.CONTEXT_ERROR}
+    assert len({c.estimate_seed for c in drawn} | {7}) == 4  # none is the run's seed
+    assert all(c.restart_cost == 5.0 for c in drawn)
+    # the run's own estimate error wins over the context's
+    assert lies.context_conditions(Conditions(estimate_error=0.2), 7, 1, 3).estimate_error == 0.2
+    with pytest.raises(ThemisError, match="at least 1"):
+        lies.check_contexts(0, 0.01)
+    with pytest.raises(ThemisError, match=r"in \(0, 1\)"):
+        lies.check_contexts(2, 0.0)
+
+
+def declared_works(conditions: Conditions, seed: int = 3) -> list[float]:
+    sim = Simulator(
+        STAGGERED,
+        Cluster.from_spec("1x1x2"),
+        make_policy("themis", PolicyOptions(lease=100.0, seed=seed)),
+        conditions=conditions,
+    )
+    sim.run()
+    return [j.spec.work for app in sim.all_apps for j in app.jobs]
+
+
+def test_the_estimate_seed_draws_the_errors_and_defaults_to_the_run_seed() -> None:
+    truth = [600.0, 600.0, 300.0, 300.0, 500.0, 500.0]
+    assert declared_works(Conditions()) == truth
+    own = declared_works(Conditions(estimate_error=0.1))
+    assert own == declared_works(Conditions(estimate_error=0.1, estimate_seed=3))
+    other = declared_works(Conditions(estimate_error=0.1, estimate_seed=4))
+    assert other != own
+    assert all(0.9 * t <= w <= 1.1 * t for w, t in zip(other, truth, strict=True))
+
+
+def test_a_gain_over_contexts_is_one_minus_the_ratio_of_mean_completions() -> None:
+    """SRTF on EQUAL, B declaring half its work, in three contexts of 1% errors: each
+    context's order is decided by the declarations (B's half work always ranks first), so
+    B completes in 400 s lying and 800 s honest in every context."""
+    policy = "srtf"
+    case = lies.LieCase("work:0.5", ("B",))
+    honest, lying = [], []
+    for k in range(3):
+        conditions = lies.context_conditions(Conditions(), 0, k, 3)
+        base = RunRequest(f"h{k}", policy, EQUAL, "1x1x2", PolicyOptions(lease=100.0),
+                          conditions=conditions)  # fmt: skip
+        [h] = run_many([base], workers=1)
+        [r] = run_many([lies.lie_request(base, case, 0, f"l{k}")], workers=1)
+        honest.append(h)
+        lying.append(r)
+    over = lies.outcome_over(policy, 0, case, honest, lying)
+    assert over.contexts == 3
+    assert over.liar_lying_s == pytest.approx(400.0, rel=0.02)
+    want = 1.0 - over.liar_lying_s / over.liar_honest_s
+    assert over.gain == want and over.gain_low <= want <= over.gain_high
+    single = lies.outcome(policy, 0, case, honest[0], lying[0])
+    assert single.contexts == 1 and single.gain_low == single.gain_high == single.gain
+    with pytest.raises(ValueError, match="per context"):
+        lies.outcome_over(policy, 0, case, honest, lying[:2])

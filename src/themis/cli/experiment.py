@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,9 @@ from themis.cli.run_options import (
 from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
 from themis.model.lies import DEFAULT_LIARS, DEFAULT_LIES
+
+if TYPE_CHECKING:
+    from themis.experiments.runner import RunRequest
 
 
 @click.group(cls=HelpGroup, short_help="Run a predefined experiment (the paper's evaluation).")
@@ -167,6 +170,26 @@ TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
     "next tell it together).",
 )
 @click.option(
+    "--contexts",
+    type=int,
+    default=1,
+    show_default=True,
+    metavar="K",
+    help="Run every case (honest and lying) in K contexts, each drawing every app's "
+    "declared work within --context-error of the truth with a seed of its own; a gain is "
+    "then 1 - mean lying / mean honest completion over them: what a liar can expect, not "
+    "one run's luck (docs/knowledge.md).",
+)
+@click.option(
+    "--context-error",
+    type=float,
+    default=0.01,
+    show_default=True,
+    metavar="E",
+    help="With --contexts K > 1: the estimate error of every context when --estimate-error "
+    "is 0 (else --estimate-error's).",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(defaults.OUT_DIR) / "truthfulness",
@@ -182,6 +205,8 @@ def truthfulness(
     policies: str | None,
     liars: str,
     lies: str,
+    contexts: int,
+    context_error: float,
     seeds: str | None,
     out: Path,
     workers: int | None,
@@ -216,46 +241,62 @@ def truthfulness(
     selectors = [x.strip() for x in liars.split(",") if x.strip()]
     if not selectors:
         raise ThemisError("name at least one liar", field="--liars")
+    measure.check_contexts(contexts, context_error)
     config = make_config(**options)
     seed_list = parse_seeds(seeds, seed_on_command_line()) or [config.seed]
     ensure_dir(out)
     inputs = {s: load_inputs(config.with_seed(s)) for s in seed_list}
+    # one context: the labels of the runs are as before contexts existed
+    context_of = (lambda k: None) if contexts == 1 else (lambda k: k)
+
+    def honest_request(p: str, s: int, k: int) -> RunRequest:
+        plain = request(p, inputs[s][0], config.with_seed(s), out)
+        conditions = measure.context_conditions(plain.conditions, s, k, contexts, context_error)
+        label = measure.honest_label(p, s, context_of(k))
+        return replace(plain, label=label, out_dir=None, conditions=conditions)
+
     base = {
-        (p, s): replace(
-            request(p, inputs[s][0], config.with_seed(s), out),
-            label=measure.honest_label(p, s),
-            out_dir=None,
-        )
+        (p, s, k): honest_request(p, s, k)
         for s in seed_list
         for p in names
+        for k in range(contexts)
     }
     workload, cluster = inputs[seed_list[0]]
     for s in seed_list:
         measure.check_selectors(selectors, inputs[s][0])
-    click.echo(f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}")
+    context_text = "" if contexts == 1 else f"; {contexts} contexts"
+    header = f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}"
+    header += context_text
+    click.echo(header)
     with engine(ray_address) as on:
         honest_runs = run(list(base.values()), workers, quiet, "honest run", on)
         honest = {r.label: r for r in honest_runs}
         todo = []
-        plan: list[tuple[str, int, measure.LieCase, str]] = []
+        plan: list[tuple[str, int, measure.LieCase]] = []
         for s in seed_list:
             workload, cluster = inputs[s]
             chosen = measure.choose_liars(
-                selectors, workload, honest[measure.honest_label(names[0], s)]
+                selectors, workload, honest[measure.honest_label(names[0], s, context_of(0))]
             )
             machine = max(len(g) for g in cluster.machine_gpus.values())
             for case in measure.cases(lie_list, chosen, workload):
                 for p in names:
-                    label = measure.case_label(p, case, s)
-                    todo.append(measure.lie_request(base[(p, s)], case, machine, label))
-                    plan.append((p, s, case, label))
+                    for k in range(contexts):
+                        label = measure.case_label(p, case, s, context_of(k))
+                        todo.append(measure.lie_request(base[(p, s, k)], case, machine, label))
+                    plan.append((p, s, case))
         lying = {r.label: r for r in run(todo, workers, quiet, "lying run", on)}
     rows = [
-        measure.outcome(p, s, case, honest[measure.honest_label(p, s)], lying[label])
-        for p, s, case, label in plan
+        measure.outcome_over(
+            p,
+            s,
+            case,
+            [honest[measure.honest_label(p, s, context_of(k))] for k in range(contexts)],
+            [lying[measure.case_label(p, case, s, context_of(k))] for k in range(contexts)],
+        )
+        for p, s, case in plan
     ]
     summary = measure.summary_markdown(measure.summarize_lies(rows))
-    header = f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}"
     path = out / "truthfulness.md"
     path.write_text(
         f"# Truthfulness\n\n{header}\n\n## Per policy and lie\n\n{summary}\n"

@@ -12,6 +12,16 @@ does); the **honest apps' loss** is how much longer the others take on average.
 Partial Allocation's truthfulness is about the bids of one auction given the estimates;
 these lies change the estimates, the ranking and the leftover over a whole run, so the
 table measures the mechanism as a whole, not one auction.
+
+**Contexts.** A shared cluster is chaotic: on 16 GPUs, one other app declaring 1% more
+work moved an app's completion by 29% (docs/knowledge.md, "What a lie is expected to
+gain"). A gain measured in one run is then mostly that run's luck, which no liar can
+aim at, since it cannot know what every other app will declare. With ``contexts`` K > 1
+every run (honest and lying alike) is repeated in K contexts: in context k every app's
+declared work carries an estimate error (``CONTEXT_ERROR``, or the run's own) drawn
+with a seed of its own (``context_seed``), the workload staying the same; a case's gain
+is then ``1 - mean lying completion / mean honest completion`` over the contexts, the
+gain a liar can expect, and its range over the contexts is kept beside it.
 """
 
 from __future__ import annotations
@@ -35,9 +45,42 @@ from themis.model.lies import (
 )
 from themis.model.workload import Workload
 from themis.reports.record import RunRecord
+from themis.simulator.engine import Conditions
 
 #: A lie pays when it saves more than this share of the liar's completion time.
 PAYS = 0.01
+
+#: The estimate error every app's declarations carry in a context (``contexts`` > 1) when
+#: the run states none: as small as a declaration is ever exact to.
+CONTEXT_ERROR = 0.01
+
+
+def context_seed(seed: int, context: int) -> int:
+    """The seed of context ``context``'s estimate errors for the run seed ``seed``:
+    distinct from every run seed below a million and from the other contexts."""
+    return 1_000_000 * (context + 1) + seed
+
+
+def context_conditions(
+    conditions: Conditions, seed: int, context: int, contexts: int, error: float = CONTEXT_ERROR
+) -> Conditions:
+    """``conditions`` in context ``context`` of ``contexts`` (see the module doc): one
+    context is the run itself; several draw the estimate errors (the run's own, else
+    ``error``) with ``context_seed``."""
+    if contexts == 1:
+        return conditions
+    return replace(
+        conditions,
+        estimate_error=conditions.estimate_error or error,
+        estimate_seed=context_seed(seed, context),
+    )
+
+
+def check_contexts(contexts: int, error: float) -> None:
+    if contexts < 1:
+        raise ThemisError(f"must be at least 1, got {contexts}", field="--contexts")
+    if not (0.0 < error < 1.0):
+        raise ThemisError(f"must be in (0, 1), got {error}", field="--context-error")
 
 
 def check_lie_text(text: str) -> None:
@@ -73,12 +116,18 @@ class LieCase:
         return f"{self.lie} by {'+'.join(self.liars)}"
 
 
-def honest_label(policy: str, seed: int | None = None) -> str:
-    return f"{policy} honest" + ("" if seed is None else f" seed {seed}")
+def _context(context: int | None) -> str:
+    return "" if context is None else f" context {context}"
 
 
-def case_label(policy: str, case: LieCase, seed: int | None = None) -> str:
-    return f"{policy} {case.label}" + ("" if seed is None else f" seed {seed}")
+def honest_label(policy: str, seed: int | None = None, context: int | None = None) -> str:
+    return f"{policy} honest" + ("" if seed is None else f" seed {seed}") + _context(context)
+
+
+def case_label(
+    policy: str, case: LieCase, seed: int | None = None, context: int | None = None
+) -> str:
+    return f"{policy} {case.label}" + ("" if seed is None else f" seed {seed}") + _context(context)
 
 
 def lie_request(base: RunRequest, case: LieCase, max_gang: int, label: str) -> RunRequest:
@@ -201,6 +250,11 @@ class LieOutcome:
     partner: str | None = None
     partner_honest_s: float = float("nan")
     partner_lying_s: float = float("nan")
+    #: Contexts the completions are means over (see the module doc), and the liar's gain
+    #: in the context where it gained least and most.
+    contexts: int = 1
+    gain_low: float = float("nan")
+    gain_high: float = float("nan")
 
     @property
     def gain(self) -> float:
@@ -225,23 +279,48 @@ class LieOutcome:
 def outcome(
     policy: str, seed: int | None, case: LieCase, honest: RunRecord, lying: RunRecord
 ) -> LieOutcome:
-    before = completions(honest)
-    after = completions(lying, case.liars if case.kind == "split" else ())
-    others = [a for a in before if a not in case.liars]
+    return outcome_over(policy, seed, case, [honest], [lying])
+
+
+def outcome_over(
+    policy: str,
+    seed: int | None,
+    case: LieCase,
+    honest: Sequence[RunRecord],
+    lying: Sequence[RunRecord],
+) -> LieOutcome:
+    """The case's outcome over contexts: ``honest[k]`` and ``lying[k]`` ran in context
+    ``k``; completions are means over the contexts (one context: that run's)."""
+    if len(honest) != len(lying) or not honest:
+        raise ValueError("one honest and one lying run per context")
+    before = [completions(h) for h in honest]
+    after = [completions(r, case.liars if case.kind == "split" else ()) for r in lying]
+    others = [a for a in before[0] if a not in case.liars]
     liar = case.liars[0]
     partner = case.liars[1] if len(case.liars) > 1 else None
+    gains = [1.0 - a[liar] / b[liar] for b, a in zip(before, after, strict=True)]
+
+    def mean_of(runs: Sequence[dict[str, float]], app: str | None) -> float:
+        return fmean(r[app] for r in runs) if app else float("nan")
+
+    def others_mean(runs: Sequence[dict[str, float]]) -> float:
+        return fmean(fmean(r[a] for a in others) for r in runs) if others else float("nan")
+
     return LieOutcome(
         policy,
         seed,
         case.lie,
         liar,
-        before[liar],
-        after[liar],
-        fmean(before[a] for a in others) if others else float("nan"),
-        fmean(after[a] for a in others) if others else float("nan"),
+        mean_of(before, liar),
+        mean_of(after, liar),
+        others_mean(before),
+        others_mean(after),
         partner,
-        before[partner] if partner else float("nan"),
-        after[partner] if partner else float("nan"),
+        mean_of(before, partner),
+        mean_of(after, partner),
+        len(honest),
+        min(gains),
+        max(gains),
     )
 
 
@@ -277,17 +356,25 @@ def outcomes(
 
 def markdown(rows: Sequence[LieOutcome]) -> str:
     """Every case: the liar's completion honest and lying, its gain, the others' loss."""
+    several = any(o.contexts > 1 for o in rows)
+    mean = "mean " if several else ""
     lines = [
-        "| policy | seed | lie | liar | liar's completion honest -> lying (h) | liar's gain "
-        "| partner's gain | honest apps' mean completion change |",
-        "|---|---:|---|---|---|---:|---:|---:|",
+        f"| policy | seed | lie | liar | liar's {mean}completion honest -> lying (h) "
+        f"| liar's gain |{' over the contexts |' if several else ''} partner's gain "
+        "| honest apps' mean completion change |",
+        "|---|---:|---|---|---|---:|" + ("---|" if several else "") + "---:|---:|",
     ]
     for o in rows:
         partner = f"{100 * o.partner_gain:+.1f}% ({o.partner})" if o.partner else ""
         seed = "" if o.seed is None else str(o.seed)
+        spread = (
+            f" {100 * o.gain_low:+.1f}% .. {100 * o.gain_high:+.1f}% ({o.contexts}) |"
+            if several
+            else ""
+        )
         lines.append(
             f"| {o.policy} | {seed} | {o.lie} | {o.liar} | {o.liar_honest_s / 3600:,.1f} -> "
-            f"{o.liar_lying_s / 3600:,.1f} | {100 * o.gain:+.1f}% | {partner} "
+            f"{o.liar_lying_s / 3600:,.1f} | {100 * o.gain:+.1f}% |{spread} {partner} "
             f"| {100 * o.others_loss:+.1f}% |"
         )
     return "\n".join(lines) + "\n"
@@ -358,6 +445,9 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
             "gain",
             "partner_gain",
             "others_loss",
+            "contexts",
+            "gain_low",
+            "gain_high",
         ]
     )
     for o in rows:
@@ -373,6 +463,9 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
                 repr(o.gain),
                 repr(o.partner_gain) if o.partner else "",
                 repr(o.others_loss),
+                o.contexts,
+                repr(o.gain_low),
+                repr(o.gain_high),
             ]
         )
     return buffer.getvalue()

@@ -49,7 +49,10 @@ class Conditions:
     """What the world does to every policy alike (DESIGN §9).
 
     ``estimate_error`` E: each job's declared work is its true work times a factor drawn
-    uniformly from [1 - E, 1 + E] with the run's seed (``PolicyOptions.seed``).
+    uniformly from [1 - E, 1 + E] with ``estimate_seed``, by default the run's seed
+    (``PolicyOptions.seed``). A seed of its own lets an experiment draw several sets of
+    errors on one workload (a generated trace is drawn with the run's seed too): the
+    truthfulness experiment's contexts (``experiments/truthfulness.py``).
     ``restart_cost``: seconds a gang holds its GPUs without progress at each start, resume
     or migration (checkpoint load, process start). Both default to 0 here, so that the
     library reproduces earlier results; the CLI states its own defaults.
@@ -63,6 +66,8 @@ class Conditions:
     #: (app, claim): apps that lie about their placement sensitivity ("flat" or
     #: "sensitive", ``model/lies.py``); policies see the claimed profile, progress the true.
     claims: tuple[tuple[str, str], ...] = ()
+    #: The seed of the estimate errors; None: the run's seed.
+    estimate_seed: int | None = None
 
     def check(self) -> None:
         check_estimate_error(self.estimate_error)
@@ -170,6 +175,9 @@ class Simulator:
         self.on_app_finished = on_app_finished
         self.conditions = conditions
         self.restart_cost = conditions.restart_cost
+        self._estimate_seed = (
+            policy.options.seed if conditions.estimate_seed is None else conditions.estimate_seed
+        )
         #: The true profile of apps that claim another placement sensitivity.
         self._true_profiles: dict[AppState, ModelProfile] = {}
         self.active: list[AppState] = []
@@ -265,7 +273,7 @@ class Simulator:
             declared(
                 spec,
                 self.conditions.estimate_error,
-                self.policy.options.seed,
+                self._estimate_seed,
                 self._lies.get(spec.app_id, 1.0),
             ),
             profile,
