@@ -77,7 +77,7 @@ def test_truthfulness_over_contexts_gives_each_gain_its_range(
     text = (tmp_path / "truthfulness.md").read_text()
     assert "over the contexts" in text and "(3) |" in text
     header, row = (tmp_path / "truthfulness.csv").read_text().splitlines()
-    assert header.endswith(",contexts,gain_low,gain_high") and row.split(",")[10] == "3"
+    assert header.endswith(",contexts,gain_low,gain_high,gain_sd") and row.split(",")[10] == "3"
 
 
 @pytest.mark.parametrize(

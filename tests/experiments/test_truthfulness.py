@@ -167,5 +167,6 @@ def test_a_gain_over_contexts_is_one_minus_the_ratio_of_mean_completions() -> No
     assert over.gain == want and over.gain_low <= want <= over.gain_high
     single = lies.outcome(policy, 0, case, honest[0], lying[0])
     assert single.contexts == 1 and single.gain_low == single.gain_high == single.gain
+    assert single.gain_sd == 0.0 and over.gain_sd >= 0.0
     with pytest.raises(ValueError, match="per context"):
         lies.outcome_over(policy, 0, case, honest, lying[:2])

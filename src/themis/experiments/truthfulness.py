@@ -30,7 +30,7 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from statistics import fmean, median
+from statistics import fmean, median, stdev
 
 from themis.errors import ThemisError
 from themis.experiments.runner import RunRequest
@@ -250,11 +250,13 @@ class LieOutcome:
     partner: str | None = None
     partner_honest_s: float = float("nan")
     partner_lying_s: float = float("nan")
-    #: Contexts the completions are means over (see the module doc), and the liar's gain
-    #: in the context where it gained least and most.
+    #: Contexts the completions are means over (see the module doc), the liar's gain in
+    #: the context where it gained least and most, and the standard deviation of its gains
+    #: over the contexts (0 for one context; the mean's standard error is it / sqrt(K)).
     contexts: int = 1
     gain_low: float = float("nan")
     gain_high: float = float("nan")
+    gain_sd: float = 0.0
 
     @property
     def gain(self) -> float:
@@ -321,6 +323,7 @@ def outcome_over(
         len(honest),
         min(gains),
         max(gains),
+        stdev(gains) if len(gains) > 1 else 0.0,
     )
 
 
@@ -448,6 +451,7 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
             "contexts",
             "gain_low",
             "gain_high",
+            "gain_sd",
         ]
     )
     for o in rows:
@@ -466,6 +470,7 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
                 o.contexts,
                 repr(o.gain_low),
                 repr(o.gain_high),
+                repr(o.gain_sd),
             ]
         )
     return buffer.getvalue()
