@@ -10,6 +10,17 @@ received utility c_i * v_i(x*_i) equals prod_j v_j(x*) / prod_{j != i} v_j(x^-i)
 denominator does not depend on i's bid and x* maximises the numerator for i's true values,
 so bidding the truth is a dominant strategy.
 
+**Weights (one tenant, several bidders).** Proportional fairness counts bidders, so a
+tenant that splits its sweep into k apps gets k shares of the objective. With weights
+w_i (the arbiter gives each of a tenant's k bidders 1/k) x* maximises the weighted
+product prod_j v_j^w_j and
+
+    c_i = (prod_{j != i} v_j(x*_j)^w_j / prod_{j != i} v_j(x^-i_j)^w_j) ^ (1 / w_i),
+
+so that i's utility c_i v_i(x*_i) is (prod_j v_j(x*)^w_j / D_i)^(1/w_i), D_i independent of
+i's bid: still maximised by the truth (the weighted PA mechanism of the same paper's
+argument). All weights 1 is PA itself, float for float.
+
 **Whole-GPU rule (our choice; the paper is silent).** A c_i fraction of a bundle of n GPUs
 is c_i * n GPUs, which is rarely whole, and a bidder can only use some counts of GPUs out
 of its bundle (its *units*: with gangs of 8, only multiples of 8). We round *randomly and
@@ -96,13 +107,21 @@ def build_candidates(
     free: Sequence[Hashable],
     source: str = "auction",
     positions: Mapping[Hashable, int] | None = None,
+    weights: Sequence[float] | None = None,
 ) -> list[list[Candidate]]:
     """Validate bids against the offered GPUs and turn them into solver candidates.
 
     Only entries strictly better than winning nothing can be part of an optimum; a bundle
     listed twice keeps its best rho. ``positions``: each offered GPU's index in ``free``
-    when the caller has it (the arbiter's offer index).
+    when the caller has it (the arbiter's offer index). ``weights``: each bid's weight in
+    the objective (see the module doc), in the order of ``bids``; None: all 1.
     """
+    if weights is not None:
+        if len(weights) != len(bids):
+            raise ValueError("one weight per bid")
+        for w in weights:
+            if not (math.isfinite(w) and 0.0 < w <= 1.0):
+                raise ValueError(f"a weight must be in (0, 1], got {w}")
     bit = {g: i for i, g in enumerate(free)} if positions is None else positions
     seen_apps: set[str] = set()
     out: list[list[Candidate]] = []
@@ -149,6 +168,8 @@ def build_candidates(
             value = gain(bid.rho_none, entry.rho)
             if value <= 0:
                 continue
+            if weights is not None:
+                value *= weights[b]
             if mask not in best or best[mask].gain < value:
                 best[mask] = Candidate(b, e, value, mask)
         out.append(list(best.values()))
@@ -172,15 +193,17 @@ def partial_allocation(
     positions: Mapping[Hashable, int] | None = None,
     limits: Limits | None = None,
     budget: Budget | None = None,
+    weights: Sequence[float] | None = None,
 ) -> AuctionOutcome:
     """``positions``: each GPU's index in ``free``, when the caller has it. ``limits``: the
     auction's node limit and deadline (``themis.auction.budget``; None: no limit), counted
     from this call on: checking the bids and building the program are inside the
     deadline. ``budget``: a budget already started (e.g. by a caller that counts its own
-    preparation in it, or a test's clock), instead of ``limits``."""
+    preparation in it, or a test's clock), instead of ``limits``. ``weights``: each bid's
+    weight (the module doc, "Weights"); None: PA unweighted."""
     if budget is None and limits is not None:
         budget = Budget(limits)  # the clock starts before the bids are checked
-    candidates = build_candidates(bids, free, source, positions)
+    candidates = build_candidates(bids, free, source, positions, weights)
     if budget is not None and budget.deadline is not None:
         budget.assembly = budget.clock() - budget.started  # type: ignore[operator]
     best, without = solve_all(candidates, budget=budget)
@@ -192,7 +215,7 @@ def partial_allocation(
             apps[bid.app_id] = AppOutcome((), 1.0, ())
             continue
         bundle = bid.menu[cand.entry].gpus
-        c = payment_fraction(best, without, b)
+        c = payment_fraction(best, without, b, 1.0 if weights is None else weights[b])
         usable = units(bid.app_id, bundle) if units is not None else None
         keep = round_share(c, len(bundle), rng, usable)
         granted = tuple(trim(bid.app_id, bundle, keep)) if keep else ()
@@ -211,8 +234,11 @@ def partial_allocation(
 C_MIN = 5e-324
 
 
-def payment_fraction(best: Solution, without: dict[int, Solution], bidder: int) -> float:
-    """c_i = exp((OPT - gain_i) - OPT_without_i); 1 when i wins nothing.
+def payment_fraction(
+    best: Solution, without: dict[int, Solution], bidder: int, weight: float = 1.0
+) -> float:
+    """c_i = exp(((OPT - gain_i) - OPT_without_i) / w_i), gains weighted (the module doc);
+    1 when i wins nothing.
 
     When a solve stopped on its budget, OPT and OPT_without_i are the values of the
     packings found (x* and x^-i, not proven optimal; docs/auction.md): x^-i is never worth
@@ -222,4 +248,7 @@ def payment_fraction(best: Solution, without: dict[int, Solution], bidder: int) 
     if cand is None:
         return 1.0
     others_with_i = best.objective - cand.gain
-    return max(C_MIN, min(1.0, math.exp(others_with_i - without[bidder].objective)))
+    exponent = others_with_i - without[bidder].objective
+    if weight != 1.0:
+        exponent /= weight
+    return max(C_MIN, min(1.0, math.exp(exponent)))
