@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -37,8 +36,8 @@ from themis.arbiter.reservation import (
 from themis.auction.bids import Bid
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
-from themis.fairness.ftf import RHO_MAX, t_cluster, verified_rho
-from themis.model.cluster import Cluster, SetShape
+from themis.fairness.ftf import verified_rho
+from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
@@ -248,10 +247,6 @@ class Arbiter:
                 )
                 for a in wanting
             }
-            shared = tenant_ranks(view, wanting, now, shape)
-            if shared:
-                for a in wanting:
-                    rank[a.app_id] = shared.get(a.spec.tenant, rank[a.app_id])
         else:
             rank = rhos
         wanting.sort(key=lambda a: (a.app_id not in starving, -rank[a.app_id], a.arrival, a.app_id))
@@ -319,8 +314,7 @@ class Arbiter:
                 )
             )
         record.bids = bids
-        # 4. Partial Allocation, each tenant's bidders sharing one weight (see
-        # ``tenant_weights``).
+        # 4. Partial Allocation.
         outcome = partial_allocation(
             bids,
             offer,
@@ -329,7 +323,6 @@ class Arbiter:
             units=lambda app_id, b: agents[app_id].units(b),
             positions=cast("Mapping[Hashable, int]", index.position),
             limits=self.limits,
-            weights=tenant_weights(offered),
         )
         record.outcome = outcome
         self.auctions += 1
@@ -519,52 +512,6 @@ class Arbiter:
         """Whether a gang can start on its best span with the GPUs of ``pool``."""
         gpus = pack_gang(self.cluster, pool, gang)
         return gpus is not None and self.cluster.span(gpus) <= self.cluster.best_span(gang)
-
-
-def tenant_ranks(
-    view: SchedulingView, wanting: Sequence[AppState], now: float, shape: SetShape
-) -> dict[str, float] | None:
-    """The verified rank of each tenant that runs several apps, shared by its apps: the
-    time since its earliest active app arrived over the fair time of everything its
-    active apps have made (each app's ``verified_rho`` denominator, its share count
-    divided among the tenant's apps).
-
-    Ranked one by one, a part of a split sweep that has made nothing yet ranks worst-off
-    (``RHO_MAX``) beside its running sibling and takes the first offer (issue 19:
-    ``split:2`` paid 8-30% over eight contexts); counted as one tenant, it ranks as the
-    sweep does. None (every rank the app's own, bit for bit) when no tenant that wants
-    GPUs runs two apps."""
-    by_tenant: dict[str, list[AppState]] = {}
-    for a in view.apps:
-        by_tenant.setdefault(a.spec.tenant, []).append(a)
-    shared = {a.spec.tenant for a in wanting if len(by_tenant.get(a.spec.tenant, ())) > 1}
-    if not shared:
-        return None
-    out: dict[str, float] = {}
-    for tenant in shared:
-        apps = by_tenant[tenant]
-        fair = sum(
-            t_cluster(a.profile, a.done_by_gang(now), shape) * view.n_avg(a) / len(apps)
-            for a in apps
-        )
-        since = min(a.arrival for a in apps)
-        out[tenant] = RHO_MAX if fair <= 0 else min((now - since) / fair, RHO_MAX)
-    return out
-
-
-def tenant_weights(bidders: Sequence[AppState]) -> list[float] | None:
-    """Each bidder's weight in the auction: 1 / (its tenant's bidders in this auction).
-
-    Proportional fairness counts bidders: a tenant that split one sweep into k apps would
-    get k shares of the objective where it had one (issue 19 measured +8% to +30% for
-    ``split:2``). Weighted, a tenant's bidders count as one, and weighted PA is as
-    truthful as PA (``auction/partial_allocation.py``). None (PA unweighted, bit for bit)
-    when every tenant bids once, which is every auction of a trace without owners but for
-    a split liar."""
-    counts = Counter(a.spec.tenant for a in bidders)
-    if len(counts) == len(bidders):
-        return None
-    return [1.0 / counts[a.spec.tenant] for a in bidders]
 
 
 def _kept(app: AppState, ended: set[int]) -> list[int]:
