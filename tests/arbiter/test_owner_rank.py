@@ -1,0 +1,84 @@
+"""A new app of an owner that runs another app ranks as that owner's worst-off running
+app, not first (issue 19's split lie); apps without owners rank as before."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import pytest
+
+import themis.arbiter.round as arbiter_round
+from themis.arbiter.round import rank_fresh_by_siblings
+from themis.experiments import truthfulness as lies
+from themis.experiments.runner import RunRequest, run_many
+from themis.fairness.ftf import RHO_MAX
+from themis.model.cluster import Cluster
+from themis.model.profiles import ModelProfile
+from themis.model.state import AppState
+from themis.model.workload import AppSpec, JobSpec, Workload
+from themis.policies import PolicyOptions
+
+TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
+SHAPE = Cluster.from_spec("1x1x4").shape
+
+
+def app(app_id: str, arrival: float, done: float, owner: str | None = None) -> AppState:
+    spec = AppSpec(app_id, arrival, "toy", (JobSpec(f"{app_id}-0", 1, 1000.0),), owner=owner)
+    state = AppState(spec, TOY, 1000.0)
+    state.jobs[0].done = done
+    return state
+
+
+def view(apps: list[AppState], shares: float = 2.0) -> Any:
+    return SimpleNamespace(apps=apps, n_avg=lambda a: shares)
+
+
+def test_a_fresh_app_of_a_running_owner_ranks_as_its_worst_off_sibling() -> None:
+    """At t=200, tenant t's X1 (since 0) made 100 iterations and X3 (since 0) 50: their
+    verified rho are 200 / (100 x 2) = 1.0 and 200 / (50 x 2) = 2.0. X2, new with nothing
+    made, ranks 2.0 (the worse sibling) instead of RHO_MAX; Y, fresh and its own owner,
+    stays RHO_MAX."""
+    x1, x3 = app("X1", 0.0, 100.0, "t"), app("X3", 0.0, 50.0, "t")
+    x2, y = app("X2", 150.0, 0.0, "t"), app("Y", 150.0, 0.0)
+    rank = {"X1": 1.0, "X2": RHO_MAX, "X3": 2.0, "Y": RHO_MAX}
+    rank_fresh_by_siblings(view([x1, x2, x3, y]), [x1, x2, x3, y], rank, 200.0, SHAPE)
+    assert rank == {"X1": 1.0, "X2": pytest.approx(2.0), "X3": 2.0, "Y": RHO_MAX}
+
+
+def test_a_fresh_app_whose_siblings_made_nothing_stays_first() -> None:
+    x1, x2 = app("X1", 0.0, 0.0, "t"), app("X2", 0.0, 0.0, "t")
+    rank = {"X1": RHO_MAX, "X2": RHO_MAX}
+    rank_fresh_by_siblings(view([x1, x2]), [x1, x2], rank, 100.0, SHAPE)
+    assert rank == {"X1": RHO_MAX, "X2": RHO_MAX}
+
+
+LONG_AND_SWEEP = Workload(
+    (
+        AppSpec("A", 0.0, "toy", (JobSpec("A0", 1, 2000.0),)),
+        AppSpec("B", 100.0, "toy", tuple(JobSpec(f"B{k}", 1, 300.0) for k in range(3))),
+    ),
+    {"toy": TOY},
+    "hand",
+)
+
+
+def split_b() -> tuple[float, float]:
+    """B's completion honest and split into B~1 (B0, B2) and B~2 (B1), on 2 GPUs."""
+    base = RunRequest("honest", "themis", LONG_AND_SWEEP, "1x1x2", PolicyOptions(lease=100.0))
+    case = lies.LieCase("split:2", ("B",))
+    [honest] = run_many([base], workers=1)
+    [lying] = run_many([lies.lie_request(base, case, 2, "lying")], workers=1)
+    outcome = lies.outcome("themis", None, case, honest, lying)
+    return outcome.liar_honest_s, outcome.liar_lying_s
+
+
+def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
+    """A's long trial and B's three short ones on 2 GPUs: B honest completes in 700 s,
+    and split with its waiting part ranked first (the control) in 700 s too. With the
+    waiting part ranked as its running sibling, the split B completes in 800 s: the
+    part no longer takes the first offer for having made nothing."""
+    assert split_b() == (700.0, 800.0)
+    with mock.patch.object(arbiter_round, "rank_fresh_by_siblings", lambda *_: None):
+        assert split_b() == (700.0, 700.0)  # the control: per app, the part went first
