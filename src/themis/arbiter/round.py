@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
@@ -316,7 +317,7 @@ class Arbiter:
                 )
             )
         record.bids = bids
-        # 4. Partial Allocation.
+        # 4. Partial Allocation; a tenant's bidders share one weight (``tenant_weights``).
         outcome = partial_allocation(
             bids,
             offer,
@@ -325,6 +326,7 @@ class Arbiter:
             units=lambda app_id, b: agents[app_id].units(b),
             positions=cast("Mapping[Hashable, int]", index.position),
             limits=self.limits,
+            weights=tenant_weights(offered),
         )
         record.outcome = outcome
         self.auctions += 1
@@ -554,6 +556,21 @@ def rank_fresh_by_siblings(
         ]
         if made:
             rank[app.app_id] = max(made)
+
+
+def tenant_weights(bidders: Sequence[AppState]) -> list[float] | None:
+    """Each bidder's weight in the auction: 1 / (its tenant's bidders in this auction).
+
+    Proportional fairness counts bidders: a tenant whose sweep is split into k apps that
+    bid together holds k factors of the product where one app holds one, and the auction
+    leans its way (issue 19: ``split:2``). Weighted, a tenant's bidders count as one;
+    weighted PA keeps truthful bidding dominant (``auction/partial_allocation.py``,
+    tested against brute force). None, PA unweighted bit for bit, when every tenant bids
+    once: every auction of a workload without owners."""
+    counts = Counter(a.spec.tenant for a in bidders)
+    if len(counts) == len(bidders):
+        return None
+    return [1.0 / counts[a.spec.tenant] for a in bidders]
 
 
 def _kept(app: AppState, ended: set[int]) -> list[int]:
