@@ -76,9 +76,18 @@ def split_b() -> tuple[float, float]:
 
 def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
     """A's long trial and B's three short ones on 2 GPUs: B honest completes in 700 s,
-    and split with its waiting part ranked first (the control) in 700 s too. With the
-    waiting part ranked as its running sibling, the split B completes in 800 s: the
-    part no longer takes the first offer for having made nothing."""
+    and split with its waiting part ranked first and the offer counted by app (the
+    control) in 700 s too. With the waiting part ranked as its running sibling, the split
+    B completes in 800 s: the part no longer takes the first offer for having made
+    nothing. (Counting the offer by tenant, ``offered_tenants``, closes this case too:
+    the control turns both off.)"""
     assert split_b() == (700.0, 800.0)
-    with mock.patch.object(arbiter_round, "rank_fresh_by_siblings", lambda *_: None):
-        assert split_b() == (700.0, 700.0)  # the control: per app, the part went first
+    with mock.patch.object(arbiter_round, "offered_tenants", per_app_offer):
+        assert split_b() == (700.0, 800.0)
+        with mock.patch.object(arbiter_round, "rank_fresh_by_siblings", lambda *_: None):
+            assert split_b() == (700.0, 700.0)  # the control: per app, the part went first
+
+
+def per_app_offer(ranked: list[AppState], fairness_knob: float) -> list[AppState]:
+    """The paper's offer: the worst ``offered_count`` apps, a tenant's apps counted apart."""
+    return ranked[: arbiter_round.offered_count(len(ranked), fairness_knob)]

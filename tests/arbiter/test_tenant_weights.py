@@ -63,10 +63,10 @@ def test_splitting_into_two_bidders_no_longer_buys_a_second_share() -> None:
     """Honest, A completes in 2,700 s and B in 1,100 s. B split into B~1 and B~2, three
     bidders share the product: unweighted, B's parts win a third each and B completes in
     1,000 s (gains 1/11), A in 2,800 s; weighted 1/2 each, B is one bidder again and the
-    split costs it 100 s (1,200 s; A 2,600 s)."""
+    split costs it 100 s (1,200 s; A 2,700 s as honest)."""
     honest, lying = split_completions()
     assert honest == {"A": 2700.0, "B": 1100.0}
-    assert lying == {"A": 2600.0, "B": 1200.0}
+    assert lying == {"A": 2700.0, "B": 1200.0}
     with mock.patch.object(arbiter_round, "tenant_weights", lambda *_: None):
         honest, lying = split_completions()
     assert honest == {"A": 2700.0, "B": 1100.0}  # the control: unweighted, the split paid
