@@ -79,6 +79,19 @@ def test_split_deals_trials_round_robin_into_parts_arriving_together() -> None:
     assert split_app(app("c", [1]), 3) == [app("c", [1])]
 
 
+def test_stagger_splits_in_two_with_the_second_part_later() -> None:
+    """``stagger:S`` is ``split:2`` with part 2 arriving S seconds after part 1; with
+    ``split:K`` too, part k arrives (k - 1) S after the first."""
+    w = Workload((app("a", [1, 2, 4, 1], arrival=7.0),), {"vgg": VGG})
+    two = apply_lies(w, [Lie("a", "stagger", 1.5)], max_gang=8)
+    assert [(p.app_id, p.arrival) for p in two.workload.apps] == [("a~1", 7.0), ("a~2", 8.5)]
+    assert two.parts == {"a": ("a~1", "a~2")}
+    three = apply_lies(w, [Lie("a", "split", 3), Lie("a", "stagger", 2.0)], max_gang=8)
+    assert [p.arrival for p in three.workload.apps] == [7.0, 9.0, 11.0]
+    with pytest.raises(ThemisError, match="stagger: the value must be a number > 0"):
+        parse_lie("a=stagger:0")
+
+
 @given(
     gangs=st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=6),
     factor=st.sampled_from([0.25, 0.5, 2.0, 3.0]),

@@ -334,7 +334,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "work; APP=F alone means this), placement:flat|sensitive (claims its model's "
             "placement sensitivity), gang:F (resubmits its trials on F times their GPUs, "
             "same iterations), ask:F (asks for F times the GPUs, runs no faster), split:K "
-            "(submits itself as K apps). Repeatable "
+            "(submits itself as K apps), stagger:S (split:2, the second part S seconds later). "
+            "Repeatable "
             "(coalitions; docs/knowledge.md).",
         ),
         arrivals_option(),

@@ -296,7 +296,8 @@ def outcome_over(
     if len(honest) != len(lying) or not honest:
         raise ValueError("one honest and one lying run per context")
     before = [completions(h) for h in honest]
-    after = [completions(r, case.liars if case.kind == "split" else ()) for r in lying]
+    parted = case.kind in ("split", "stagger")
+    after = [completions(r, case.liars if parted else ()) for r in lying]
     others = [a for a in before[0] if a not in case.liars]
     liar = case.liars[0]
     partner = case.liars[1] if len(case.liars) > 1 else None

@@ -19,10 +19,14 @@ kind of lie here is one a real tenant can tell without changing what its trainin
 - ``split:K`` submits the app as ``K`` apps arriving together, its trials dealt round-robin
   (a successive-halving search then halves within each part): the tenant splits its sweep
   to get more shares. Its completion is the last part's.
+- ``stagger:S`` is ``split:2`` with the second part submitted ``S`` seconds after the first:
+  a split that does not look like one submission (with ``split:K`` too, each part ``S``
+  seconds after the one before). Its completion runs from the first part's arrival.
 
 A *coalition* is several lies at once (``--misreport`` repeated). ``work`` and
 ``placement`` lies are declarations (the simulator's :class:`Conditions` carries them);
-``gang``, ``ask`` and ``split`` change what is submitted (:func:`apply_lies` rewrites the workload).
+``gang``, ``ask``, ``split`` and ``stagger`` change what is submitted (:func:`apply_lies`
+rewrites the workload).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from themis.model.workload import AppSpec, Workload
 T = TypeVar("T")
 
 #: The kinds of lie, in the order the experiment lists them.
-LIE_KINDS = ("work", "placement", "gang", "ask", "split")
+LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger")
 #: Lie told by two apps together in ``themis experiment truthfulness`` (a coalition).
 PAIR = "pair:"
 #: The lies ``themis experiment truthfulness`` measures by default: each kind, both
@@ -189,7 +193,11 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
             app = resize_gangs(app, float(told["gang"]), max_gang)
         if "ask" in told:
             app = resize_gangs(app, float(told["ask"]), max_gang, same_duration=True)
-        pieces = split_app(app, int(told["split"])) if "split" in told else [app]
+        if "split" in told or "stagger" in told:
+            count = int(told.get("split", 2))
+            pieces = split_app(app, count, float(told.get("stagger", 0.0)))
+        else:
+            pieces = [app]
         if len(pieces) > 1:  # each part's search keeps its trials' loss curves
             for piece in pieces:
                 for job in piece.jobs:
@@ -238,16 +246,21 @@ def resize_gangs(
     return replace(app, jobs=tuple(jobs), search=search)
 
 
-def split_app(app: AppSpec, parts: int) -> list[AppSpec]:
-    """``app`` as ``parts`` apps (at most one per trial) arriving together, trials dealt
-    round-robin in submission order. The parts keep the app's owner (or have the app as
-    their owner): a tenant that splits is still one tenant (``fairness/shares.py``)."""
+def split_app(app: AppSpec, parts: int, stagger: float = 0.0) -> list[AppSpec]:
+    """``app`` as ``parts`` apps (at most one per trial), trials dealt round-robin in
+    submission order, each part arriving ``stagger`` seconds after the one before (0:
+    together). The parts keep the app's owner (or have the app as their owner): a tenant
+    that splits is still one tenant (``fairness/shares.py``)."""
     parts = min(parts, len(app.jobs))
     if parts <= 1:
         return [app]
     return [
         replace(
-            app, app_id=f"{app.app_id}{PART_MARK}{k + 1}", jobs=app.jobs[k::parts], owner=app.tenant
+            app,
+            app_id=f"{app.app_id}{PART_MARK}{k + 1}",
+            arrival=app.arrival + k * stagger,
+            jobs=app.jobs[k::parts],
+            owner=app.tenant,
         )
         for k in range(parts)
     ]
