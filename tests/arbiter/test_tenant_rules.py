@@ -1,5 +1,6 @@
-"""A tenant that runs several apps holds one place in the offer, and the apps it submitted
-together rank as one (issue 19's split lie); apps without owners are untouched."""
+"""A tenant that runs several apps holds one place in the offer, the apps it submitted
+together rank as one, and it gets no reservation while it holds GPUs (issue 19's split
+lie); apps without owners are untouched."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import themis.arbiter.round as arbiter_round
-from themis.arbiter.round import offered_count, offered_tenants, rank_by_cohort
+from themis.arbiter.round import (
+    offered_count,
+    offered_tenants,
+    rank_by_cohort,
+    tenant_holds_gpus,
+)
 from themis.experiments import truthfulness as lies
 from themis.experiments.runner import RunRequest, run_many
 from themis.experiments.workloads import Variants, generated_workload
@@ -76,6 +82,19 @@ def test_an_older_sibling_is_not_in_a_later_apps_cohort() -> None:
     x1.jobs[0].done = 0.0
     rank_by_cohort(view([x0, x1]), [x1], rank, 200.0, SHAPE, 100.0)
     assert rank["X1"] == RHO_MAX  # nothing made in its cohort: the fresh-app rule's case
+
+
+def test_an_owner_holding_gpus_gets_no_reservation() -> None:
+    """X1 and X2 (tenant t): while either holds a GPU, neither is reserved a gang; Y, with
+    no owner, keeps its reservations whatever it holds."""
+    x1, x2, y = app("X1", owner="t"), app("X2", owner="t"), app("Y")
+    apps = [x1, x2, y]
+    assert not tenant_holds_gpus(view(apps), x1)
+    x2.jobs[0].start((0,), 1.0, 0.0)
+    assert tenant_holds_gpus(view(apps), x1)
+    assert tenant_holds_gpus(view(apps), x2)
+    y.jobs[0].start((1,), 1.0, 0.0)
+    assert not tenant_holds_gpus(view(apps), y)
 
 
 def app2_split_gain() -> float:
