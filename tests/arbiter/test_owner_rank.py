@@ -3,36 +3,31 @@ app, not first (issue 19's split lie); apps without owners rank as before."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
 import pytest
 
 import themis.arbiter.round as arbiter_round
+from tests.arbiter import owned_apps
+from tests.arbiter.owned_apps import SHAPE
 from themis.arbiter.round import rank_fresh_by_siblings
 from themis.experiments import truthfulness as lies
 from themis.experiments.runner import RunRequest, run_many
 from themis.fairness.ftf import RHO_MAX
-from themis.model.cluster import Cluster
-from themis.model.profiles import ModelProfile
 from themis.model.state import AppState
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions
 
-TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
-SHAPE = Cluster.from_spec("1x1x4").shape
+TOY = owned_apps.TOY
 
 
 def app(app_id: str, arrival: float, done: float, owner: str | None = None) -> AppState:
-    spec = AppSpec(app_id, arrival, "toy", (JobSpec(f"{app_id}-0", 1, 1000.0),), owner=owner)
-    state = AppState(spec, TOY, 1000.0)
-    state.jobs[0].done = done
-    return state
+    return owned_apps.app(app_id, arrival, done, owner, work=1000.0)
 
 
 def view(apps: list[AppState], shares: float = 2.0) -> Any:
-    return SimpleNamespace(apps=apps, n_avg=lambda a: shares)
+    return owned_apps.view(apps, shares)
 
 
 def test_a_fresh_app_of_a_running_owner_ranks_as_its_worst_off_sibling() -> None:

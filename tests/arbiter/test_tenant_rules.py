@@ -4,8 +4,6 @@ lie); apps without owners are untouched."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
 from unittest import mock
 
 import pytest
@@ -13,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import themis.arbiter.round as arbiter_round
+from tests.arbiter.owned_apps import SHAPE, app, view
 from themis.arbiter.round import (
     offered_count,
     offered_tenants,
@@ -24,24 +23,8 @@ from themis.experiments.runner import RunRequest, run_many
 from themis.experiments.workloads import Variants, generated_workload
 from themis.fairness.ftf import RHO_MAX
 from themis.model.cluster import Cluster
-from themis.model.profiles import ModelProfile, load_profiles
-from themis.model.state import AppState
-from themis.model.workload import AppSpec, JobSpec
+from themis.model.profiles import load_profiles
 from themis.policies import PolicyOptions
-
-TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
-SHAPE = Cluster.from_spec("1x1x4").shape
-
-
-def app(app_id: str, arrival: float = 0.0, done: float = 0.0, owner: str | None = None) -> AppState:
-    spec = AppSpec(app_id, arrival, "toy", (JobSpec(f"{app_id}-0", 1, 10_000.0),), owner=owner)
-    state = AppState(spec, TOY, 10_000.0)
-    state.jobs[0].done = done
-    return state
-
-
-def view(apps: list[AppState], shares: float = 4.0) -> Any:
-    return SimpleNamespace(apps=apps, n_avg=lambda a: shares)
 
 
 def test_a_tenant_holds_one_place_in_the_offer() -> None:
@@ -66,7 +49,7 @@ def test_a_part_that_made_least_ranks_as_its_cohort() -> None:
     0.909. X2 takes the pooled rank; X1 keeps its lower own rank; Y, no owner, its own."""
     x1, x2, y = app("X1", 0.0, 100.0, "t"), app("X2", 0.0, 10.0, "t"), app("Y", 0.0, 10.0)
     rank = {"X1": 0.5, "X2": 5.0, "Y": 5.0}
-    rank_by_cohort(view([x1, x2, y]), [x1, x2, y], rank, 200.0, SHAPE, 100.0)
+    rank_by_cohort(view([x1, x2, y], 4.0), [x1, x2, y], rank, 200.0, SHAPE, 100.0)
     assert rank == {"X1": 0.5, "X2": pytest.approx(400 / 440), "Y": 5.0}
 
 
@@ -76,11 +59,11 @@ def test_an_older_sibling_is_not_in_a_later_apps_cohort() -> None:
     cohort holds X1 and pools them (never above X0's own rank)."""
     x0, x1 = app("X0", -1000.0, 1000.0, "t"), app("X1", 0.0, 10.0, "t")
     rank = {"X0": 0.3, "X1": 5.0}
-    rank_by_cohort(view([x0, x1]), [x0, x1], rank, 200.0, SHAPE, 100.0)
+    rank_by_cohort(view([x0, x1], 4.0), [x0, x1], rank, 200.0, SHAPE, 100.0)
     assert rank == {"X0": 0.3, "X1": 5.0}
     rank = {"X0": 0.3, "X1": RHO_MAX}
     x1.jobs[0].done = 0.0
-    rank_by_cohort(view([x0, x1]), [x1], rank, 200.0, SHAPE, 100.0)
+    rank_by_cohort(view([x0, x1], 4.0), [x1], rank, 200.0, SHAPE, 100.0)
     assert rank["X1"] == RHO_MAX  # nothing made in its cohort: the fresh-app rule's case
 
 
@@ -89,12 +72,12 @@ def test_an_owner_holding_gpus_gets_no_reservation() -> None:
     no owner, keeps its reservations whatever it holds."""
     x1, x2, y = app("X1", owner="t"), app("X2", owner="t"), app("Y")
     apps = [x1, x2, y]
-    assert not tenant_holds_gpus(view(apps), x1)
+    assert not tenant_holds_gpus(view(apps, 4.0), x1)
     x2.jobs[0].start((0,), 1.0, 0.0)
-    assert tenant_holds_gpus(view(apps), x1)
-    assert tenant_holds_gpus(view(apps), x2)
+    assert tenant_holds_gpus(view(apps, 4.0), x1)
+    assert tenant_holds_gpus(view(apps, 4.0), x2)
     y.jobs[0].start((1,), 1.0, 0.0)
-    assert not tenant_holds_gpus(view(apps), y)
+    assert not tenant_holds_gpus(view(apps, 4.0), y)
 
 
 def app2_split_gain() -> float:

@@ -602,8 +602,8 @@ def rank_by_cohort(
     eight contexts). Pooled, the parts rank as the sweep would. The cohort looks forward
     only: an honest owner's app that arrives later is not ranked by an older app's
     progress (pooling every app of an owner cost honest owners a max rho of 1.6-1.9 on
-    generated workloads), and parts staggered by more than a lease arrive a lease late.
-    Apps without owners rank as before, bit for bit."""
+    generated workloads); parts submitted apart (``stagger:S``) stay one cohort while S is
+    at most a lease. Apps without owners rank as before, bit for bit."""
     tenants = {a.spec.tenant for a in wanting if a.spec.owner is not None}
     if not tenants:
         return
