@@ -37,7 +37,7 @@ from themis.arbiter.reservation import (
 from themis.auction.bids import Bid
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
-from themis.fairness.ftf import RHO_MAX, t_cluster, verified_rho
+from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, verified_rho
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
@@ -560,13 +560,13 @@ def rank_fresh_by_siblings(
     honest owner's new app keeps its own claim through its owner's slice (``N_eff``) and
     the auction; only its newcomer's rank is the owner's. Apps without owners are their
     own tenants and rank as before, bit for bit."""
-    for app in wanting:
-        if rank[app.app_id] < RHO_MAX or app.spec.owner is None:
-            continue
+    fresh = [a for a in wanting if rank[a.app_id] >= RHO_MAX and a.spec.owner is not None]
+    active = owners_apps(view, fresh)
+    for app in fresh:
         made = [
             value
-            for other in view.apps
-            if other is not app and other.spec.tenant == app.spec.tenant
+            for other in active[app.spec.tenant]
+            if other is not app
             for value in (
                 verified_rho(
                     now,
@@ -604,23 +604,32 @@ def rank_by_cohort(
     progress (pooling every app of an owner cost honest owners a max rho of 1.6-1.9 on
     generated workloads); parts submitted apart (``stagger:S``) stay one cohort while S is
     at most a lease. Apps without owners rank as before, bit for bit."""
-    tenants = {a.spec.tenant for a in wanting if a.spec.owner is not None}
-    if not tenants:
-        return
-    active: dict[str, list[AppState]] = {t: [] for t in tenants}
-    for other in view.apps:
-        if other.spec.tenant in active:
-            active[other.spec.tenant].append(other)
+    active = owners_apps(view, wanting)
     for app in wanting:
         siblings = active.get(app.spec.tenant, ())
         cohort = [o for o in siblings if o.arrival >= app.arrival - window]
         if len(cohort) < 2:
             continue
         elapsed = sum(now - o.arrival for o in cohort)
-        fair = sum(t_cluster(o.profile, o.done_by_gang(now), shape) * view.n_avg(o) for o in cohort)
-        pooled = RHO_MAX if fair <= 0 else min(elapsed / fair, RHO_MAX)
+        fair = sum(
+            made_fair_time(o.profile, o.done_by_gang(now), shape, view.n_avg(o)) for o in cohort
+        )
+        pooled = capped_rho(elapsed, fair)
         if pooled < rank[app.app_id]:
             rank[app.app_id] = pooled
+
+
+def owners_apps(view: SchedulingView, apps: Sequence[AppState]) -> dict[str, list[AppState]]:
+    """Every active app of each owner among ``apps`` (apps without an owner left out), in
+    the view's order: one pass over the view for the owner rules of a round."""
+    active: dict[str, list[AppState]] = {
+        a.spec.tenant: [] for a in apps if a.spec.owner is not None
+    }
+    if active:
+        for other in view.apps:
+            if other.spec.tenant in active:
+                active[other.spec.tenant].append(other)
+    return active
 
 
 def tenant_holds_gpus(view: SchedulingView, app: AppState) -> bool:

@@ -36,6 +36,7 @@ from themis.errors import ThemisError
 from themis.experiments.runner import RunRequest
 from themis.model.lies import (
     PAIR,
+    PARTING_KINDS,
     Lie,
     apply_lies,
     check_lie,
@@ -296,8 +297,7 @@ def outcome_over(
     if len(honest) != len(lying) or not honest:
         raise ValueError("one honest and one lying run per context")
     before = [completions(h) for h in honest]
-    parted = case.kind in ("split", "stagger")
-    after = [completions(r, case.liars if parted else ()) for r in lying]
+    after = [completions(r, case.liars if case.kind in PARTING_KINDS else ()) for r in lying]
     others = [a for a in before[0] if a not in case.liars]
     liar = case.liars[0]
     partner = case.liars[1] if len(case.liars) > 1 else None

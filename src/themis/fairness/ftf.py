@@ -224,10 +224,22 @@ def verified_rho(
     finish-time-fairness program counts it. Only what the arbiter observes goes in (its
     progress and its model's speed), never what the app declares, so a lie about its
     work cannot move it. RHO_MAX for an app that has made nothing yet."""
-    fair = t_cluster(profile, done_by_gang, cluster) * n_avg
+    return capped_rho(now - arrival, made_fair_time(profile, done_by_gang, cluster, n_avg))
+
+
+def made_fair_time(
+    profile: ModelProfile, done_by_gang: dict[int, GangWork], cluster: SetShape, n_avg: float
+) -> float:
+    """The fair time of the iterations an app has made: alone on the cluster, times N
+    (``verified_rho``'s denominator; summed over apps, a pooled one)."""
+    return t_cluster(profile, done_by_gang, cluster) * n_avg
+
+
+def capped_rho(elapsed: float, fair: float) -> float:
+    """``elapsed / fair``, at most RHO_MAX; RHO_MAX when nothing has been made (fair 0)."""
     if fair <= 0:
         return RHO_MAX
-    return min((now - arrival) / fair, RHO_MAX)
+    return min(elapsed / fair, RHO_MAX)
 
 
 def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float) -> float:

@@ -44,6 +44,8 @@ T = TypeVar("T")
 
 #: The kinds of lie, in the order the experiment lists them.
 LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger")
+#: The kinds that submit an app as several apps (``app~1``...), complete with the last part.
+PARTING_KINDS = ("split", "stagger")
 #: Lie told by two apps together in ``themis experiment truthfulness`` (a coalition).
 PAIR = "pair:"
 #: The lies ``themis experiment truthfulness`` measures by default: each kind, both
@@ -193,7 +195,7 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
             app = resize_gangs(app, float(told["gang"]), max_gang)
         if "ask" in told:
             app = resize_gangs(app, float(told["ask"]), max_gang, same_duration=True)
-        if "split" in told or "stagger" in told:
+        if any(kind in told for kind in PARTING_KINDS):
             count = int(told.get("split", 2))
             pieces = split_app(app, count, float(told.get("stagger", 0.0)))
         else:
