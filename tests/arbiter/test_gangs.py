@@ -184,9 +184,14 @@ def test_the_app_waiting_longest_for_its_first_gpu_is_offered_too() -> None:
     cluster = Cluster.from_spec("1x1x8")
     early = _timed(make_app("early", 0.0, [(1, 1000.0)]), cluster)
     gangs = [_timed(make_app(f"g{k}", float(k), [(8, 8000.0)]), cluster) for k in range(1, 5)]
-    # (ranked by declared rho; by verified progress no app has made anything yet, so they
-    # rank by arrival: early first, and the slot goes to the next newcomer, g1)
-    for ranking, offered in (("declared", ["g", "early"]), ("verified", ["early", "g1"])):
+    # (ranked by declared rho, and by verified progress, where an app that has made
+    # nothing ranks by this standing; under the tiered ranking no app has made anything
+    # yet, so they rank by arrival: early first, and the slot goes to the next newcomer, g1)
+    for ranking, offered in (
+        ("declared", ["g", "early"]),
+        ("verified", ["g", "early"]),
+        ("verified-tiered", ["early", "g1"]),
+    ):
         arbiter = Arbiter(
             cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, ranking=ranking
         )

@@ -61,7 +61,9 @@ LONG_AND_SWEEP = Workload(
 
 def split_b() -> tuple[float, float]:
     """B's completion honest and split into B~1 (B0, B2) and B~2 (B1), on 2 GPUs."""
-    base = RunRequest("honest", "themis", LONG_AND_SWEEP, "1x1x2", PolicyOptions(lease=100.0))
+    # (the tiered ranking, which this case was computed under: a fresh part ranks first)
+    options = PolicyOptions(lease=100.0, ranking="verified-tiered")
+    base = RunRequest("honest", "themis", LONG_AND_SWEEP, "1x1x2", options)
     case = lies.LieCase("split:2", ("B",))
     [honest] = run_many([base], workers=1)
     [lying] = run_many([lies.lie_request(base, case, 2, "lying")], workers=1)

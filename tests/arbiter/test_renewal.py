@@ -38,8 +38,16 @@ def _round(share: float):
     for k, app in enumerate(apps):
         hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
     waiting = _sweep("w", 50.0, cluster)
+    # (the tiered ranking, which these cases were computed under: an app that cannot run
+    # ranks first; the verified ranking's order of fresh apps: test_fresh_rank.py)
     arbiter = Arbiter(
-        cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, renewal_share=share
+        cluster,
+        0.8,
+        100.0,
+        random.Random(0),
+        reservation_bound=0.0,
+        renewal_share=share,
+        ranking="verified-tiered",
     )
     changes = arbiter.run_changes(view(cluster, [*apps, waiting], 100.0))
     return arbiter, changes, {a.app_id: a for a in [*apps, waiting]}
@@ -114,7 +122,9 @@ def test_a_reservation_is_judged_without_the_renewals_and_takes_their_gpus() -> 
         hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
     gang = make_app("g", 50.0, [(8, 8000.0)])
     gang.t_cluster = t_cluster(gang.profile, gang.remaining_by_gang(50.0), cluster.shape)
-    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), renewal_share=0.6)
+    arbiter = Arbiter(
+        cluster, 0.8, 100.0, random.Random(0), renewal_share=0.6, ranking="verified-tiered"
+    )
     changes = arbiter.run_changes(view(cluster, [*apps, gang], 100.0))
     assert changes.start[gang.jobs[0]].gpus == tuple(range(8))
     assert all(app.jobs[0] in changes.stop for app in apps)

@@ -50,9 +50,9 @@ A_THEN_B = Workload(
 
 
 def split_completions() -> tuple[dict[str, float], dict[str, float]]:
-    base = RunRequest(
-        "honest", "themis", A_THEN_B, "1x1x4", PolicyOptions(lease=100.0, fairness_knob=0.0)
-    )
+    # (the tiered ranking, which this case was computed under: B's parts, fresh, rank first)
+    options = PolicyOptions(lease=100.0, fairness_knob=0.0, ranking="verified-tiered")
+    base = RunRequest("honest", "themis", A_THEN_B, "1x1x4", options)
     case = lies.LieCase("split:2", ("B",))
     [honest] = run_many([base], workers=1)
     [lying] = run_many([lies.lie_request(base, case, 3, "lying")], workers=1)

@@ -258,9 +258,10 @@ class Arbiter:
                 if a.app_id in starving
                 and (a.spec.owner is None or a.spec.owner not in running_owners)
             }
-        # 2. Offer, worst first: apps that cannot run at all before the others, as with an
-        # infinite rho, but told apart by their starving rho; then by rho (ties: arrival).
-        if self.ranking == "verified":
+        # 2. Offer, worst first, by rank (ties: arrival). Under the declared and the tiered
+        # ranking, apps that cannot run at all come before the others, as with an
+        # infinite rho, told apart by their starving rho.
+        if self.ranking != "declared":
             shape = self.cluster.shape
             rank = {
                 a.app_id: verified_rho(
@@ -271,6 +272,9 @@ class Arbiter:
             if any(a.spec.owner is not None for a in wanting):
                 rank_fresh_by_siblings(view, wanting, rank, now, shape)
                 rank_by_cohort(view, wanting, rank, now, shape, self.lease)
+            if self.ranking == "verified":
+                rank_fresh_by_standing(wanting, rank, rhos, n_avg, self.lease)
+                starving = set()
         else:
             rank = rhos
         wanting.sort(key=lambda a: (a.app_id not in starving, -rank[a.app_id], a.arrival, a.app_id))
@@ -541,6 +545,34 @@ class Arbiter:
         """Whether a gang can start on its best span with the GPUs of ``pool``."""
         gpus = pack_gang(self.cluster, pool, gang)
         return gpus is not None and self.cluster.span(gpus) <= self.cluster.best_span(gang)
+
+
+def rank_fresh_by_standing(
+    wanting: Sequence[AppState],
+    rank: dict[str, float],
+    standing: dict[str, float],
+    n_avg: dict[str, float],
+    lease: float,
+) -> None:
+    """An app that has made nothing yet ranks, in place of ``RHO_MAX``, by its standing
+    one lease later: the rho it reaches if it is passed over for one more lease and then
+    holds a 1/N slice (its starving rho, the wait counted, plus ``lease / T_id``). With
+    it every app is in one order, none ahead for holding nothing.
+
+    Issue 19: ranked first, every new app jumped the running apps, however little it was
+    owed. Under 3x contention small sweeps finished at rho 0.02-0.3 while the large ones
+    all ended near 0.62 (the oracle: 0.52). A small sweep's slice-rho is low (its ideal
+    time is N times its time alone, far more than it needs), so it now waits its turn; an
+    app whose ideal time is short (a few minutes, few apps) loses much by one more lease
+    of waiting, and the added lease puts it ahead of running apps that lose little. An
+    app that holds nothing after making progress rises by its verified rho as it waits.
+    Only apps that have made nothing are ranked from declared work, as the starving
+    tier's order was; at arrival a uniform misstatement of work does not move the
+    slice-rho (``T_sh`` and ``T_id`` scale alike), the wait term does."""
+    for a in wanting:
+        if rank[a.app_id] >= RHO_MAX:
+            ideal = a.t_cluster * n_avg[a.app_id]
+            rank[a.app_id] = standing[a.app_id] + (lease / ideal if ideal > 0 else 0.0)
 
 
 def rank_fresh_by_siblings(

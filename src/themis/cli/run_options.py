@@ -264,7 +264,9 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=PolicyOptions.ranking,
             show_default=True,
             help="Themis: rank apps by the rho of the work they have done (verified: "
-            "observed progress only) or by the rho of their declared remaining work.",
+            "observed progress only; an app that has made nothing by its starving rho one "
+            "lease later), the same with apps that cannot run first (verified-tiered, the "
+            "0.2 default), or by the rho of their declared remaining work (declared).",
         ),
         click.option(
             "--renewal-share",

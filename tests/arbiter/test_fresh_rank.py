@@ -1,0 +1,66 @@
+"""The verified ranking puts every app in one order: an app that has made nothing ranks by
+its standing (its starving rho), not first for holding nothing (issue 19, 3x contention)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.policies.hand import hold, make_app, view
+from themis.arbiter.round import Arbiter, rank_fresh_by_standing
+from themis.fairness.ftf import RHO_MAX, t_cluster
+from themis.model.cluster import Cluster
+from themis.model.state import AppState
+
+
+def test_only_apps_that_made_nothing_take_their_standing_one_lease_later() -> None:
+    """b made nothing: its slice-rho 1.1 plus one lease of waiting over its ideal time
+    (T_cluster 100 s x N 2): 1.1 + 50 / 200 = 1.35. a and c keep their verified rho."""
+    apps = [make_app(name, 0.0, [(1, 100.0)]) for name in "abc"]
+    for a in apps:
+        a.t_cluster = 100.0
+    rank = {"a": 2.0, "b": RHO_MAX, "c": 0.5}
+    n_avg = {"a": 2.0, "b": 2.0, "c": 2.0}
+    rank_fresh_by_standing(apps, rank, {"a": 7.0, "b": 1.1, "c": 9.0}, n_avg, 50.0)
+    assert rank == {"a": 2.0, "b": pytest.approx(1.35), "c": 0.5}
+
+
+def _running_and_fresh() -> tuple[Cluster, AppState, AppState]:
+    """1x1x8 at t = 1,000, every app's N_eff 1. R arrived at 0 and wants four 2-GPU
+    trials; one has run on GPUs 0-1 since 900 at 2 it/s (200 iterations made, the lease
+    ends at 1,500). Its verified rho: the fair time of 200 iterations of a 2-GPU trial
+    alone is 100 s, so 1,000 / 100 = 10. S arrived at 990 with one 1-GPU trial of 100
+    iterations and holds nothing: it cannot run, and its standing (starving rho) is
+    (10 s waited + 100 s on its share, capped by its demand of one GPU) / (100 s x 1)
+    = 1.1; one lease (600 s) later it would be 7.1, still below R's 10."""
+    cluster = Cluster.from_spec("1x1x8")
+    r = make_app("R", 0.0, [(2, 8000.0)] * 4)
+    r.t_cluster = t_cluster(r.profile, r.remaining_by_gang(0.0), cluster.shape)
+    hold(r.jobs[0], (0, 1), 900.0, 1500.0)
+    s = make_app("S", 990.0, [(1, 100.0)])
+    s.t_cluster = t_cluster(s.profile, s.remaining_by_gang(990.0), cluster.shape)
+    return cluster, r, s
+
+
+@pytest.mark.parametrize(
+    ("ranking", "offered"),
+    [
+        # one order: R (10) before S (1.1); S bids too, in the slot of the app that has
+        # waited longest for its first GPU
+        ("verified", ["R", "S"]),
+        # the tiered ranking: S cannot run on what it holds, so it comes first and takes
+        # the one offer (ceil(0.2 x 2) = 1); R, which holds GPUs, has no slot
+        ("verified-tiered", ["S"]),
+    ],
+)
+def test_a_worse_off_running_app_is_offered_before_a_fresh_one(
+    ranking: str, offered: list[str]
+) -> None:
+    cluster, r, s = _running_and_fresh()
+    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), reservation_bound=0.0, ranking=ranking)
+    arbiter.run_round(view(cluster, [r, s], 1000.0))
+    record = arbiter.last_round
+    assert record is not None
+    assert record.offered == offered
+    assert record.rhos["S"] == pytest.approx(1.1)
