@@ -129,3 +129,63 @@ def test_a_reservation_is_judged_without_the_renewals_and_takes_their_gpus() -> 
     assert changes.start[gang.jobs[0]].gpus == tuple(range(8))
     assert all(app.jobs[0] in changes.stop for app in apps)
     assert arbiter.reservations.fulfilled == 1
+
+
+def _within_share_round(within: bool):
+    # 1x2x8, six apps, so a fair share is 16 / 6 = 2.67 GPUs. Sweeps a, b, c, d each run
+    # one 2-GPU trial (GPUs 0-7), within their share; sweep e runs three (GPUs 8-13), over
+    # it; w holds nothing. Every lease ends at 100; GPUs 14 and 15 are free.
+    cluster = Cluster.from_spec("1x2x8")
+    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
+    for k, app in enumerate(apps):
+        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    over = _sweep("e", 0.0, cluster)
+    for k in range(3):
+        hold(over.jobs[k], (8 + 2 * k, 9 + 2 * k), 0.0, 100.0)
+    waiting = _sweep("w", 50.0, cluster)
+    arbiter = Arbiter(
+        cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, renew_within_share=within
+    )
+    changes = arbiter.run_changes(view(cluster, [*apps, over, waiting], 100.0))
+    return arbiter, changes, {a.app_id: a for a in [*apps, over, waiting]}
+
+
+def test_apps_within_their_fair_share_keep_their_ending_leases() -> None:
+    # a-d hold 2 <= 16/6 GPUs: renewed in place, not auctioned; the pool is e's six GPUs
+    # and the two free ones.
+    arbiter, changes, apps = _within_share_round(True)
+    record = arbiter.last_round
+    assert record is not None and sorted(record.pool) == list(range(8, 16))
+    for name in "abcd":
+        job = apps[name].jobs[0]
+        assert job not in changes.stop
+        assert changes.start[job].gpus == job.gpus
+        assert changes.start[job].until == pytest.approx(200.0)
+
+
+def test_without_it_the_same_leases_are_auctioned() -> None:
+    # The control: off (the default), all 16 GPUs are the pool, so the test above can fail.
+    arbiter, _, _ = _within_share_round(False)
+    record = arbiter.last_round
+    assert record is not None and sorted(record.pool) == list(range(16))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_renewal_within_the_share_keeps_every_schedule_rule(scenario) -> None:
+    workload, cluster, options, window = scenario
+    policy = make_policy("themis", replace(options, renew_within_share=True))
+    result = simulate(workload, Cluster.from_spec(cluster), policy, batch_window=window)
+    check_result(result, "themis")
+
+
+def test_the_option_reaches_the_arbiter_and_the_run_record() -> None:
+    from themis.cli.run_options import make_config
+
+    config = make_config(renew_within_share=True)
+    assert config.to_dict()["renew_within_share"] is True
+    assert "renew_within_share" not in make_config().to_dict()  # old summaries unchanged
+    policy = make_policy("themis", config.policy_options())
+    cluster = Cluster.from_spec("1x1x8")
+    arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
+    assert arbiter.renew_within_share is True

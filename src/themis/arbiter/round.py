@@ -73,6 +73,13 @@ def offered_tenants(ranked: Sequence[AppState], fairness_knob: float) -> list[Ap
     return list(ranked)
 
 
+def within_share(app: AppState, view: SchedulingView, size: int) -> bool:
+    """Whether ``app`` holds (ending leases included) no more than its fair share of a
+    cluster of ``size`` GPUs: one of ``view.slices(app)`` equal slices (per owner when
+    apps have owners). Only what the arbiter observes: the GPUs it granted."""
+    return len(app.held()) * view.slices(app) <= size
+
+
 def renewed_count(wanting: int, renewal_share: float) -> int:
     """How many of the worst-off apps keep their ending leases: ceil(share n)."""
     return math.ceil(renewal_share * wanting - 1e-9)
@@ -111,6 +118,7 @@ class Arbiter:
         ranking: str = "verified",
         renewal_share: float = 0.0,
         valuation: str = "paper",
+        renew_within_share: bool = False,
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
@@ -138,6 +146,8 @@ class Arbiter:
         self.ranking = ranking
         #: The worst-off share of wanting apps whose ending leases are renewed in place.
         self.renewal_share = renewal_share
+        #: Whether an app holding no more than its fair share keeps its ending leases.
+        self.renew_within_share = renew_within_share
         #: How bids value bundles ("paper" or "remaining": ``Agent``).
         self.valuation = valuation
         self.reservations = ReservationBook()
@@ -290,10 +300,19 @@ class Arbiter:
         planned: set[int] = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
         # Renewal in place (``renewal_share``): the worst-off apps' ending grants, unless a
         # reservation needs their GPUs. The reservation is judged without them.
+        # Within its share (``renew_within_share``): an app that holds no more than its
+        # fair share of the cluster would get those GPUs back from any share-fair
+        # allocation, so taking them away only buys a restart each way.
         keeping: list[JobState] = []
-        if self.renewal_share > 0 and ending:
-            count = max(len(offered), renewed_count(len(wanting), self.renewal_share))
-            keepers = {a.app_id for a in wanting[:count]}
+        if ending and (self.renewal_share > 0 or self.renew_within_share):
+            keepers: set[str] = set()
+            if self.renewal_share > 0:
+                count = max(len(offered), renewed_count(len(wanting), self.renewal_share))
+                keepers.update(a.app_id for a in wanting[:count])
+            if self.renew_within_share:
+                keepers.update(
+                    a.app_id for a in wanting if within_share(a, view, self.cluster.size)
+                )
             keeping = [j for j in ending if j.app.app_id in keepers]
         renewing = {g for j in keeping for g in j.gpus}
 

@@ -69,6 +69,8 @@ class RunConfig:
     ranking: str = PolicyOptions.ranking
     #: Themis: the worst-off share of wanting apps whose ending leases are renewed in place.
     renewal_share: float = PolicyOptions.renewal_share
+    #: Themis: apps within their fair share keep their ending leases.
+    renew_within_share: bool = PolicyOptions.renew_within_share
     #: Themis: how bids value bundles ("paper" or "remaining").
     valuation: str = PolicyOptions.valuation
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
@@ -96,6 +98,7 @@ class RunConfig:
             lease_align=self.lease_align_s,
             ranking=self.ranking,
             renewal_share=self.renewal_share,
+            renew_within_share=self.renew_within_share,
             valuation=self.valuation,
             gavel_resolve=self.gavel_resolve,
             tiresias_thresholds=self.tiresias_queues,
@@ -137,6 +140,9 @@ class RunConfig:
         out["lease_align_s"] = self.lease_align_s
         out["ranking"] = self.ranking
         out["renewal_share"] = self.renewal_share
+        if self.renew_within_share:
+            # Only when set: runs without it keep the summaries they had.
+            out["renew_within_share"] = True
         if self.valuation != PolicyOptions.valuation:
             # Only when set: runs with the paper's valuation keep the summaries they had.
             out["valuation"] = self.valuation
@@ -276,6 +282,14 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="R",
             help="Themis: leases ending for the worst-off R (0..1) of the apps that want "
             "GPUs are renewed in place, not auctioned (0: all auctioned, as in the paper).",
+        ),
+        click.option(
+            "--renew-within-share/--no-renew-within-share",
+            default=PolicyOptions.renew_within_share,
+            show_default=True,
+            help="Themis: an app holding no more than its fair share (1/N of the "
+            "cluster) keeps its ending leases, renewed in place: fewer restarts, at a "
+            "small cost in fairness on small gang-mix clusters (docs/knowledge.md).",
         ),
         click.option(
             "--valuation",
@@ -488,6 +502,7 @@ def make_config(
     lease_align: float = 0.0,
     ranking: str = PolicyOptions.ranking,
     renewal_share: float = PolicyOptions.renewal_share,
+    renew_within_share: bool = PolicyOptions.renew_within_share,
     valuation: str = PolicyOptions.valuation,
     gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
@@ -584,6 +599,7 @@ def make_config(
             lease_align_s=lease_align,
             ranking=ranking,
             renewal_share=renewal_share,
+            renew_within_share=renew_within_share,
             valuation=valuation,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
@@ -612,6 +628,7 @@ def make_config(
         lease_align_s=lease_align,
         ranking=ranking,
         renewal_share=renewal_share,
+        renew_within_share=renew_within_share,
         valuation=valuation,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,

@@ -172,6 +172,10 @@ class PolicyOptions:
     #: are renewed in place instead of auctioned (0: every ending lease is auctioned, as
     #: in the paper). The offered apps always keep theirs when it is > 0. docs/design.md.
     renewal_share: float = 0.0
+    #: Themis: an app that holds no more than its fair share (1/N of the cluster, per
+    #: owner when apps have owners) keeps its ending leases, renewed in place. See
+    #: docs/knowledge.md, "Renewal within the fair share".
+    renew_within_share: bool = False
     #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
     #: bundle, elapsed time included) or "remaining" (the app's remaining time with
     #: nothing over its remaining time with the bundle). See docs/knowledge.md.

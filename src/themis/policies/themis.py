@@ -47,6 +47,7 @@ class ThemisPolicy(Policy):
                 self.options.ranking,
                 self.options.renewal_share,
                 self.options.valuation,
+                self.options.renew_within_share,
             )
         return self._arbiter
 
