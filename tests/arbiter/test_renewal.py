@@ -189,3 +189,27 @@ def test_the_option_reaches_the_arbiter_and_the_run_record() -> None:
     cluster = Cluster.from_spec("1x1x8")
     arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
     assert arbiter.renew_within_share is True
+
+
+def test_a_lone_app_renewing_in_place_does_not_preempt_itself() -> None:
+    # tests/simulator/test_hand_schedule.py's lone app (1x1x2, jobs of 30, 10 and 20 s,
+    # leases of 7 s) within its share. Renewing both its trials left no room for its
+    # waiting one, so the reservation took GPU 0 from its own longest trial at 12 (a
+    # restart each way; it finished at 42). The worst-off app renews only what leaves its
+    # next gang room, else its leases go to the auction as in the paper's round: the same
+    # schedule as without renewal, finished at 35.
+    from tests.simulator.test_hand_schedule import finishes, run
+
+    r = run(
+        [("a", 5.0, [(1, 30.0), (1, 10.0), (1, 20.0)])],
+        "1x1x2",
+        "themis",
+        lease=7.0,
+        renew_within_share=True,
+    )
+    assert finishes(r) == {"a": pytest.approx(35.0)}
+    assert sorted((i.start, i.end, i.job_id) for i in r.intervals) == [
+        (5.0, 25.0, "a2"),
+        (5.0, 35.0, "a0"),
+        (25.0, 35.0, "a1"),
+    ]

@@ -313,6 +313,17 @@ class Arbiter:
                 keepers.update(
                     a.app_id for a in wanting if within_share(a, view, self.cluster.size)
                 )
+            if wanting and wanting[0].app_id in keepers:
+                # The worst-off app renews only what leaves room for its next gang: else
+                # its reservation would take its own renewed GPUs from its running jobs
+                # (a restart each way for nothing). Its ending leases go to the auction,
+                # as in the paper's round, and its app scheduler chooses what runs.
+                worst = wanting[0]
+                job = next_gang(worst)
+                own = {g for j in ending if j.app is worst for g in j.gpus}
+                others = {g for j in ending if j.app.app_id in keepers for g in j.gpus} - own
+                if job is not None and not self._placeable(job.gang, pool - others - own):
+                    keepers.discard(worst.app_id)
             keeping = [j for j in ending if j.app.app_id in keepers]
         renewing = {g for j in keeping for g in j.gpus}
 
