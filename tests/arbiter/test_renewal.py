@@ -26,6 +26,15 @@ def _sweep(app_id: str, arrival: float, cluster: Cluster):
     return app
 
 
+def _four_running_sweeps(cluster: Cluster):
+    """Sweeps a, b, c, d, arrived at 0, each running one trial on GPUs (2k, 2k + 1) since
+    30 k, leases ending at 100."""
+    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
+    for k, app in enumerate(apps):
+        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    return apps
+
+
 def _round(share: float):
     # 1x1x8. Four sweeps a, b, c, d arrived at 0 and each ran one trial on two GPUs of the
     # machine, since 0 (a), 30 (b), 60 (c) and 90 (d): at 100 they have made 200, 140, 80
@@ -34,9 +43,7 @@ def _round(share: float):
     # arrived at 50 and holds nothing: it cannot run, so it ranks first. n = 5 apps want
     # GPUs; f = 0.8 offers ceil(0.2 * 5) = 1: w.
     cluster = Cluster.from_spec("1x1x8")
-    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
-    for k, app in enumerate(apps):
-        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    apps = _four_running_sweeps(cluster)
     waiting = _sweep("w", 50.0, cluster)
     # (the tiered ranking, which these cases were computed under: an app that cannot run
     # ranks first; the verified ranking's order of fresh apps: test_fresh_rank.py)
@@ -117,9 +124,7 @@ def test_a_reservation_is_judged_without_the_renewals_and_takes_their_gpus() -> 
     # whole machine, every lease on it ends now) is free now: g starts on all 8 GPUs, and
     # no keeper is renewed on a GPU of it.
     cluster = Cluster.from_spec("1x1x8")
-    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
-    for k, app in enumerate(apps):
-        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    apps = _four_running_sweeps(cluster)
     gang = make_app("g", 50.0, [(8, 8000.0)])
     gang.t_cluster = t_cluster(gang.profile, gang.remaining_by_gang(50.0), cluster.shape)
     arbiter = Arbiter(
@@ -136,9 +141,7 @@ def _within_share_round(within: bool):
     # one 2-GPU trial (GPUs 0-7), within their share; sweep e runs three (GPUs 8-13), over
     # it; w holds nothing. Every lease ends at 100; GPUs 14 and 15 are free.
     cluster = Cluster.from_spec("1x2x8")
-    apps = [_sweep(name, 0.0, cluster) for name in "abcd"]
-    for k, app in enumerate(apps):
-        hold(app.jobs[0], (2 * k, 2 * k + 1), 30.0 * k, 100.0)
+    apps = _four_running_sweeps(cluster)
     over = _sweep("e", 0.0, cluster)
     for k in range(3):
         hold(over.jobs[k], (8 + 2 * k, 9 + 2 * k), 0.0, 100.0)
