@@ -319,10 +319,12 @@ class Arbiter:
                 # (a restart each way for nothing). Its ending leases go to the auction,
                 # as in the paper's round, and its app scheduler chooses what runs.
                 worst = wanting[0]
-                job = next_gang(worst)
+                waiting_gang = next_gang(worst)
                 own = {g for j in ending if j.app is worst for g in j.gpus}
                 others = {g for j in ending if j.app.app_id in keepers for g in j.gpus} - own
-                if job is not None and not self._placeable(job.gang, pool - others - own):
+                if waiting_gang is not None and not self._placeable(
+                    waiting_gang.gang, pool - others - own
+                ):
                     keepers.discard(worst.app_id)
             keeping = [j for j in ending if j.app.app_id in keepers]
         renewing = {g for j in keeping for g in j.gpus}
