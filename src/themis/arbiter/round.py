@@ -320,10 +320,9 @@ class Arbiter:
                 # as in the paper's round, and its app scheduler chooses what runs.
                 worst = wanting[0]
                 waiting_gang = next_gang(worst)
-                own = {g for j in ending if j.app is worst for g in j.gpus}
-                others = {g for j in ending if j.app.app_id in keepers for g in j.gpus} - own
+                kept_back = {g for j in ending if j.app.app_id in keepers for g in j.gpus}
                 if waiting_gang is not None and not self._placeable(
-                    waiting_gang.gang, pool - others - own
+                    waiting_gang.gang, pool - kept_back
                 ):
                     keepers.discard(worst.app_id)
             keeping = [j for j in ending if j.app.app_id in keepers]
