@@ -14,6 +14,7 @@ from themis.model.lies import (
     apply_lies,
     by_submitted_app,
     claimed_profile,
+    declarations,
     parse_lie,
     parse_lies,
     split_app,
@@ -38,6 +39,7 @@ def test_parse_reads_every_kind_and_the_old_form() -> None:
     assert parse_lie(" a = work:0.5") == Lie("a", "work", 0.5)
     assert parse_lie("a=placement:flat") == Lie("a", "placement", "flat")
     assert parse_lie("a=split:3").text == "split:3"
+    assert parse_lie("a=order:0.5") == Lie("a", "order", 0.5)
     assert [x.kind for x in parse_lies(["a=2", "a=gang:0.5", "b=ask:2"])] == [
         "work",
         "gang",
@@ -54,6 +56,8 @@ def test_parse_reads_every_kind_and_the_old_form() -> None:
         ("a=work:-1", "> 0"),
         ("a=work:inf", "> 0"),
         ("a=gang:1", "the truth"),
+        ("a=order:1", "the truth"),
+        ("a=order:0", "> 0"),
         ("a=split:1", "integer >= 2"),
         ("a=placement:2", "flat or sensitive"),
     ],
@@ -147,3 +151,37 @@ def test_a_placement_claim_moves_what_policies_see_never_the_truth() -> None:
     assert [(i.start, i.end) for i in honest.intervals] == [(0.0, 100.0)]
     assert lying.apps[0].t_cluster == honest.apps[0].t_cluster == 100.0
     assert lying.apps[0].profile.cross_machine == 1.0  # what the policy read
+
+
+def test_an_order_strategy_changes_the_liars_trial_order_and_no_declaration() -> None:
+    """``order:0.5`` reaches the simulator as the app's own trial order (its parts too,
+    when it also splits), while every policy reads its honest declaration: the same
+    declared spec and T_cluster as the honest run, and a lone FIFO app's schedule equal to
+    a ``work:0.5`` liar's (FIFO reads no declared work but through the app's own order)."""
+    w = Workload((app("a", [1, 1, 1], 100.0), app("b", [1], 50.0, arrival=5.0)), {"vgg": VGG})
+    cluster = Cluster.from_spec("1x1x2")
+    told = declarations(parse_lies(["a=order:0.5"]))
+    assert (told.misreport, told.claims, told.orders) == ((), (), (("a", 0.5),))
+    fifo = PolicyOptions()
+    honest = simulate(w, cluster, make_policy("fifo", fifo))
+    ordered = simulate(
+        w, cluster, make_policy("fifo", fifo), conditions=Conditions(orders=told.orders)
+    )
+    lying = simulate(
+        w, cluster, make_policy("fifo", fifo), conditions=Conditions(misreport=(("a", 0.5),))
+    )
+    by_id = {a.app_id: a for a in ordered.apps}
+    assert by_id["a"].order_factor == 0.5 and by_id["b"].order_factor == 1.0
+    assert [j.spec.work for j in by_id["a"].jobs] == [100.0, 100.0, 100.0]
+    assert by_id["a"].t_cluster == {a.app_id: a for a in honest.apps}["a"].t_cluster
+    assert [(i.start, i.end, i.job_id) for i in ordered.intervals] == [
+        (i.start, i.end, i.job_id) for i in lying.intervals
+    ]
+    split = apply_lies(w, parse_lies(["a=split:2"]), 8)
+    parts = simulate(
+        split.workload,
+        cluster,
+        make_policy("fifo", fifo),
+        conditions=Conditions(orders=told.orders),
+    )
+    assert {a.app_id: a.order_factor for a in parts.apps} == {"a~1": 0.5, "a~2": 0.5, "b": 1.0}

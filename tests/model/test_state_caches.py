@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+from themis.agent.app_scheduler import waiting_order
+from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec
@@ -12,12 +14,12 @@ from themis.model.workload import AppSpec, JobSpec
 PROFILE = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.5, cross_rack=0.25)
 
 
-def _app(rng: random.Random, jobs: int) -> AppState:
+def _app(rng: random.Random, jobs: int, order_factor: float = 1.0) -> AppState:
     specs = tuple(
         JobSpec(f"j{k}", rng.choice((1, 1, 2, 4)), float(rng.choice((100, 100, 250, 777))))
         for k in range(jobs)
     )
-    return AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0)
+    return AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0, order_factor)
 
 
 def _view(app: AppState, now: float) -> tuple:
@@ -37,8 +39,9 @@ def _rebuilt(app: AppState, now: float) -> tuple:
 
 def test_incremental_caches_equal_a_rebuild() -> None:
     rng = random.Random(3)
-    for _ in range(30):
-        app = _app(rng, rng.randint(1, 25))
+    for case in range(30):
+        # every third app orders its own trials by half its declared work (``order``)
+        app = _app(rng, rng.randint(1, 25), 0.5 if case % 3 == 0 else 1.0)
         now = 0.0
         next_gpu = 0
         for _ in range(60):
@@ -73,6 +76,31 @@ def test_idle_order_is_longest_remaining_first_then_submission_order() -> None:
     assert [j.job_id for j in app.idle_jobs()] == ["j3", "j0", "j1", "j2"]
     work = app.remaining_by_gang(30.0)[1]
     assert (work.total, work.longest, work.jobs) == (230.0, 80.0, 4)
+
+
+def test_an_order_strategy_reorders_the_trials_and_reports_the_truth() -> None:
+    """``order_factor`` 0.5: the app orders its trials as a liar declaring half its work
+    would. j0 (100 declared) has made 30: honestly 70 left, ahead of j1's 60; to the liar
+    50 - 30 = 20, behind j1's 30. Idle or running, the order follows the factor; what the
+    arbiter reads (``remaining_by_gang``) is the honest declaration either way."""
+    specs = (JobSpec("j0", 1, 100.0), JobSpec("j1", 1, 60.0))
+    honest = AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0)
+    strategic = AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0, order_factor=0.5)
+    for app in (honest, strategic):
+        app.jobs[0].start((0,), rate=1.0, now=0.0)
+        assert [j.job_id for j in waiting_order(app, 30.0)] == (
+            ["j0", "j1"] if app is honest else ["j1", "j0"]
+        )
+        app.jobs[0].stop(30.0, best=True)
+    assert [j.job_id for j in honest.idle_jobs()] == ["j0", "j1"]
+    assert [j.job_id for j in strategic.idle_jobs()] == ["j1", "j0"]
+    assert honest.remaining_by_gang(30.0) == strategic.remaining_by_gang(30.0)
+    assert honest.remaining_by_gang(30.0)[1] == (130.0, 70.0, 2)
+    # Past the liar's half, a live trial is believed to have OVERRUN_SHARE of it left.
+    j0 = strategic.jobs[0]
+    j0.start((0,), rate=1.0, now=30.0)
+    assert j0.order_remaining_at(60.0) == OVERRUN_SHARE * 50.0  # made 60 > 50
+    assert j0.remaining_at(60.0) == 40.0
 
 
 def test_done_by_gang_counts_observed_progress_not_declarations() -> None:

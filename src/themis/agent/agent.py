@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 
-from themis.agent.app_scheduler import waiting_order
+from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
 from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
 from themis.model.cluster import Cluster, SetShape
@@ -201,7 +201,8 @@ class Agent:
         kept_set = set(kept)
         placed = {id(j) for j in self.app.running_jobs() if kept_set.issuperset(j.gpus)}
         typed = self.cluster.typed
-        for job in sorted(renewable, key=lambda j: -j.remaining_at(now)):
+        left = order_measure(self.app)
+        for job in sorted(renewable, key=lambda j: -left(j, now)):
             if typed and job.gpus and self._moves(pool, job):
                 continue  # placed with the waiting jobs, fastest type first
             if job.gpus and pool.take_exact(job.gpus):

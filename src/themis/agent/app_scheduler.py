@@ -9,7 +9,7 @@ its app's free GPUs allow.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer, fastest_place, move_target
@@ -19,7 +19,8 @@ from themis.model.state import AppState, JobState
 
 def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) -> Iterator[JobState]:
     """Live jobs whose ids (``id(job)``) are not in ``exclude``, longest remaining first
-    (ties: idle jobs before running ones, then submission order)."""
+    (ties: idle jobs before running ones, then submission order), remaining as the app's
+    own scheduler measures it (``order_measure``)."""
     skip = exclude or set()
     idle_jobs = app.idle_jobs()
     running_jobs = app.running_jobs()
@@ -28,12 +29,17 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
         idle = iter(idle_jobs)
     else:
         idle = (j for j in idle_jobs if id(j) not in skip)
-    running = sorted(
-        (j for j in running_jobs if id(j) not in skip), key=lambda j: -j.remaining_at(now)
-    )
+    left = order_measure(app)
+    running = sorted((j for j in running_jobs if id(j) not in skip), key=lambda j: -left(j, now))
     if not running:
         return idle
-    return heapq.merge(idle, running, key=lambda j: -j.remaining_at(now))
+    return heapq.merge(idle, running, key=lambda j: -left(j, now))
+
+
+def order_measure(app: AppState) -> Callable[[JobState, float], float]:
+    """How the app's own scheduler measures a job's work left, to order its trials: its
+    declared remaining work, or under an ``order`` strategy that work rescaled."""
+    return JobState.remaining_at if app.order_factor == 1.0 else JobState.order_remaining_at
 
 
 def assign_jobs(

@@ -166,8 +166,8 @@ TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
     show_default=True,
     metavar="LIE,...",
     help="Lies told, each in a run of its own: work:F, placement:flat|sensitive, gang:F, "
-    "ask:F, split:K, stagger:S (see --misreport of simulate), or pair:LIE (the liar and the "
-    "app arriving next tell it together).",
+    "ask:F, split:K, stagger:S, order:F (see --misreport of simulate), or pair:LIE (the "
+    "liar and the app arriving next tell it together).",
 )
 @click.option(
     "--contexts",

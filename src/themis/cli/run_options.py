@@ -110,8 +110,14 @@ class RunConfig:
 
     def conditions(self) -> Conditions:
         """What the simulator does to every policy: estimate error and restart cost."""
-        work, claims = declarations(self.misreport)
-        return Conditions(self.estimate_error, self.restart_cost_s, work, claims)
+        told = declarations(self.misreport)
+        return Conditions(
+            self.estimate_error,
+            self.restart_cost_s,
+            told.misreport,
+            told.claims,
+            orders=told.orders,
+        )
 
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
@@ -350,7 +356,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "work; APP=F alone means this), placement:flat|sensitive (claims its model's "
             "placement sensitivity), gang:F (resubmits its trials on F times their GPUs, "
             "same iterations), ask:F (asks for F times the GPUs, runs no faster), split:K "
-            "(submits itself as K apps), stagger:S (split:2, the second part S seconds later). "
+            "(submits itself as K apps), stagger:S (split:2, the second part S seconds later), "
+            "order:F (no lie: orders its own trials as work:F would, declares the truth). "
             "Repeatable "
             "(coalitions; docs/knowledge.md).",
         ),

@@ -136,8 +136,10 @@ def lie_request(base: RunRequest, case: LieCase, max_gang: int, label: str) -> R
     (gang, split), the declarations handed to the simulator (work, placement)."""
     lies = case.lies()
     submitted = apply_lies(base.workload, lies, max_gang).workload
-    work, claims = declarations(lies)
-    conditions = replace(base.conditions, misreport=work, claims=claims)
+    told = declarations(lies)
+    conditions = replace(
+        base.conditions, misreport=told.misreport, claims=told.claims, orders=told.orders
+    )
     return replace(base, label=label, workload=submitted, conditions=conditions, out_dir=None)
 
 

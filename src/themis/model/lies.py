@@ -19,12 +19,18 @@ kind of lie here is one a real tenant can tell without changing what its trainin
 - ``split:K`` submits the app as ``K`` apps arriving together, its trials dealt round-robin
   (a successive-halving search then halves within each part): the tenant splits its sweep
   to get more shares. Its completion is the last part's.
+- ``order:F`` is not a lie but the part of ``work:F`` that is the app's own business: its
+  scheduler orders its trials as a ``work:F`` liar's would (by ``F`` times each trial's
+  declared work, minus what it made) while the app declares the truth. Beside ``work:F``
+  it splits a lie's gain into what the app's trial order buys and what the false report
+  buys from the arbiter (docs/knowledge.md).
 - ``stagger:S`` is ``split:2`` with the second part submitted ``S`` seconds after the first:
   a split that does not look like one submission (with ``split:K`` too, each part ``S``
   seconds after the one before). Its completion runs from the first part's arrival.
 
 A *coalition* is several lies at once (``--misreport`` repeated). ``work`` and
-``placement`` lies are declarations (the simulator's :class:`Conditions` carries them);
+``placement`` lies are declarations and ``order`` a strategy of the app's own scheduler
+(the simulator's :class:`Conditions` carries them);
 ``gang``, ``ask``, ``split`` and ``stagger`` change what is submitted (:func:`apply_lies`
 rewrites the workload).
 """
@@ -43,7 +49,7 @@ from themis.model.workload import AppSpec, Workload
 T = TypeVar("T")
 
 #: The kinds of lie, in the order the experiment lists them.
-LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger")
+LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger", "order")
 #: The kinds that submit an app as several apps (``app~1``...), complete with the last part.
 PARTING_KINDS = ("split", "stagger")
 #: Lie told by two apps together in ``themis experiment truthfulness`` (a coalition).
@@ -105,7 +111,7 @@ def check_lie(kind: str, value: float | str) -> None:
         return
     if isinstance(value, str) or not (math.isfinite(value) and value > 0):
         raise ThemisError(f"{kind}: the value must be a number > 0, got {value}", field=where)
-    if kind in ("work", "gang", "ask") and value == 1.0:
+    if kind in ("work", "gang", "ask", "order") and value == 1.0:
         raise ThemisError(f"{kind}:1 is the truth, not a lie", field=where)
     if kind == "split" and (value != int(value) or value < 2):
         raise ThemisError(
@@ -218,14 +224,24 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
     return Submitted(rewritten, parts)
 
 
-def declarations(
-    lies: Sequence[Lie],
-) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, str], ...]]:
-    """The lies the simulator is told rather than shown (``Conditions.misreport`` and
-    ``Conditions.claims``): (app, work factor) and (app, placement claim)."""
-    work = tuple((x.app_id, float(x.value)) for x in lies if x.kind == "work")
-    claims = tuple((x.app_id, str(x.value)) for x in lies if x.kind == "placement")
-    return work, claims
+@dataclass(frozen=True)
+class Declarations:
+    """The lies the simulator is told rather than shown (the fields of ``Conditions`` of
+    the same names): (app, work factor), (app, placement claim), (app, order factor)."""
+
+    misreport: tuple[tuple[str, float], ...]
+    claims: tuple[tuple[str, str], ...]
+    orders: tuple[tuple[str, float], ...]
+
+
+def declarations(lies: Sequence[Lie]) -> Declarations:
+    """The lies of ``lies`` that are declarations or app-side strategies, not rewrites
+    of what is submitted."""
+    return Declarations(
+        misreport=tuple((x.app_id, float(x.value)) for x in lies if x.kind == "work"),
+        claims=tuple((x.app_id, str(x.value)) for x in lies if x.kind == "placement"),
+        orders=tuple((x.app_id, float(x.value)) for x in lies if x.kind == "order"),
+    )
 
 
 def resize_gangs(

@@ -48,6 +48,7 @@ class JobState:
         "best_placed",
         "index",
         "listed",
+        "order_listed",
         "observed",
     )
 
@@ -57,6 +58,9 @@ class JobState:
         self.index = index  # position in its app's job list (ties in the idle order)
         # where its app's cache lists it: None, or the idle sort key, or _RUNNING
         self.listed: tuple[float, int] | str | None = None
+        # its key in its app's idle list (``listed`` unless its app orders its own trials
+        # by another measure of work: ``AppState.order_factor``)
+        self.order_listed: tuple[float, int] | None = None
         self.done = 0.0
         self.updated_at = 0.0
         self.held_since = 0.0  # attained GPU-time is counted up to here
@@ -96,6 +100,20 @@ class JobState:
             return rem
         if self.finished_at is None:
             return OVERRUN_SHARE * self.spec.work
+        return 0.0
+
+    def order_remaining_at(self, t: float) -> float:
+        """Work left at ``t`` as its app's own scheduler counts it to order its trials:
+        ``remaining_at`` with the declared work times ``AppState.order_factor``."""
+        factor = self.app.order_factor
+        if factor == 1.0:
+            return self.remaining_at(t)
+        work = factor * self.spec.work
+        rem = work - self.done - self.rate * (t - self.updated_at)
+        if rem > 0.0:
+            return rem
+        if self.finished_at is None:
+            return OVERRUN_SHARE * work
         return 0.0
 
     def start(self, gpus: tuple[int, ...], rate: float, now: float, restart: float = 0.0) -> None:
@@ -155,8 +173,14 @@ _RUNNING = "running"
 class AppState:
     """An app's live view: its jobs' progress and its place in fairness accounting."""
 
-    def __init__(self, spec: AppSpec, profile: ModelProfile, t_cluster: float) -> None:
+    def __init__(
+        self, spec: AppSpec, profile: ModelProfile, t_cluster: float, order_factor: float = 1.0
+    ) -> None:
         self.spec = spec
+        #: The app's own scheduler orders its trials as if each had this many times its
+        #: declared work (1: by what it declares). A strategy, not a report: what it
+        #: declares to the arbiter is ``spec`` (the ``order`` kind of ``model/lies.py``).
+        self.order_factor = order_factor
         self.app_id: str = spec.app_id  # plain attributes: read millions of times a run
         self.arrival: float = spec.arrival
         self.profile = profile
@@ -246,7 +270,7 @@ class AppState:
         if listed is _RUNNING:
             self._running.remove(job)
         elif listed is not None:
-            k = bisect_left(self._idle_keys, listed)
+            k = bisect_left(self._idle_keys, job.order_listed or listed)
             del self._idle[k]
             del self._idle_keys[k]
             gang = job.spec.gang
@@ -276,8 +300,12 @@ class AppState:
             rem = OVERRUN_SHARE * job.spec.work
         key = (-rem, job.index)
         job.listed = key
-        k = bisect_left(self._idle_keys, key)
-        self._idle_keys.insert(k, key)
+        order_key = key
+        if self.order_factor != 1.0:
+            order_key = (-job.order_remaining_at(job.updated_at), job.index)
+        job.order_listed = order_key
+        k = bisect_left(self._idle_keys, order_key)
+        self._idle_keys.insert(k, order_key)
         self._idle.insert(k, job)
         gang = job.spec.gang
         keys = self._gang_keys.setdefault(gang, [])

@@ -68,12 +68,16 @@ class Conditions:
     claims: tuple[tuple[str, str], ...] = ()
     #: The seed of the estimate errors; None: the run's seed.
     estimate_seed: int | None = None
+    #: (app, factor): apps whose own scheduler orders their trials as if each had
+    #: ``factor`` times its declared work, declaring the truth (``order`` in
+    #: ``model/lies.py``).
+    orders: tuple[tuple[str, float], ...] = ()
 
     def check(self) -> None:
         check_estimate_error(self.estimate_error)
         for _, claim in self.claims:
             check_lie("placement", claim)
-        for app_id, factor in self.misreport:
+        for app_id, factor in (*self.misreport, *self.orders):
             if not (math.isfinite(factor) and factor > 0):
                 raise ThemisError(
                     f"{app_id}: the factor must be a number > 0, got {factor}",
@@ -168,6 +172,7 @@ class Simulator:
         # A lie told by an app that split itself holds for each of its parts.
         self._lies = by_submitted_app(conditions.misreport, submitted)
         self._claims = by_submitted_app(conditions.claims, submitted)
+        self._orders = by_submitted_app(conditions.orders, submitted)
         self.workload = with_type_times(workload, cluster)
         self.cluster = cluster
         self.policy = policy
@@ -278,6 +283,7 @@ class Simulator:
             ),
             profile,
             0.0,
+            self._orders.get(spec.app_id, 1.0),
         )
         app.t_cluster = t_cluster(profile, app.remaining_by_gang(now), self.cluster.shape)
         self._true_specs[app] = spec
