@@ -170,3 +170,29 @@ def test_a_gain_over_contexts_is_one_minus_the_ratio_of_mean_completions() -> No
     assert single.gain_sd == 0.0 and over.gain_sd >= 0.0
     with pytest.raises(ValueError, match="per context"):
         lies.outcome_over(policy, 0, case, honest, lying[:2])
+
+
+def test_report_shares_compare_each_work_liar_with_its_own_trial_order() -> None:
+    """A work:0.5 liar at 90 s whose order:0.5 run took 90 s bought nothing with the
+    report (0%); one at 80 s against 100 s bought 20%. Work lies without an order run,
+    and order runs of other liars or seeds, are left out."""
+
+    def row(seed: int, lie: str, liar: str, lying: float) -> lies.LieOutcome:
+        return lies.LieOutcome("themis", seed, lie, liar, 120.0, lying, 50.0, 50.0)
+
+    rows = [
+        row(1, "work:0.5", "a", 90.0),
+        row(1, "order:0.5", "a", 90.0),
+        row(2, "work:0.5", "b", 80.0),
+        row(2, "order:0.5", "b", 100.0),
+        row(3, "work:0.5", "c", 10.0),  # no order run for it
+        row(3, "order:0.5", "d", 10.0),
+        row(1, "work:2", "a", 130.0),  # no order:2 run
+    ]
+    (share,) = lies.report_shares(rows)
+    assert (share.policy, share.lie, share.cases, share.paid) == ("themis", "work:0.5", 2, 1)
+    assert share.median_gain == pytest.approx(0.1)
+    assert (share.best_gain, share.best_liar) == (pytest.approx(0.2), "2 b")
+    table = lies.report_share_markdown([share])
+    assert "| themis | work:0.5 | 2 | 1 | +10.0% | +20.0% (2 b) |" in table
+    assert lies.report_share_markdown([]) == ""

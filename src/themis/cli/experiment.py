@@ -297,6 +297,12 @@ def truthfulness(
         for p, s, case in plan
     ]
     summary = measure.summary_markdown(measure.summarize_lies(rows))
+    shares = measure.report_share_markdown(measure.report_shares(rows))
+    if shares:
+        summary += (
+            "\nWhat the false report buys beyond its trial order (work:F against order:F, "
+            "the same liars; 1 - work / order):\n\n" + shares
+        )
     path = out / "truthfulness.md"
     path.write_text(
         f"# Truthfulness\n\n{header}\n\n## Per policy and lie\n\n{summary}\n"

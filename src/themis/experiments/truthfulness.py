@@ -436,6 +436,63 @@ def summary_markdown(summaries: Sequence[LieSummary]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class ReportShare:
+    """One policy's ``work:F`` liars measured against ``order:F`` (the same trial order,
+    declared truthfully): what the false report itself buys from the arbiter."""
+
+    policy: str
+    lie: str
+    cases: int
+    paid: int  # cases where the report saved more than ``PAYS`` beyond the order
+    median_gain: float
+    best_gain: float
+    best_liar: str
+
+
+def report_shares(rows: Sequence[LieOutcome]) -> list[ReportShare]:
+    """Per (policy, ``work:F``) with ``order:F`` measured for the same liars and seeds:
+    the liar's completion telling the lie over its completion with the lie's trial order
+    alone (``1 - work / order``; > 0: the report pays beyond the order). A ``work:F`` gain
+    that ``order:F`` matches is the app's own trial order, which the arbiter never sees."""
+    ordered = {(o.policy, o.seed, o.liar, o.lie): o for o in rows if o.lie.startswith("order:")}
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for o in rows:
+        kind, _, value = o.lie.partition(":")
+        match = ordered.get((o.policy, o.seed, o.liar, f"order:{value}"))
+        if kind != "work" or match is None:
+            continue
+        gain = 1.0 - o.liar_lying_s / match.liar_lying_s
+        who = f"{o.seed} {o.liar}" if o.seed is not None else o.liar
+        groups.setdefault((o.policy, o.lie), []).append((gain, who))
+    out = []
+    for (policy, lie), cases in groups.items():
+        gains = [g for g, _ in cases]
+        best, who = max(cases)
+        out.append(
+            ReportShare(
+                policy, lie, len(gains), sum(1 for g in gains if g > PAYS), median(gains), best, who
+            )
+        )
+    return out
+
+
+def report_share_markdown(shares: Sequence[ReportShare]) -> str:
+    """The table of ``report_shares`` (empty without a ``work:F`` and ``order:F`` pair)."""
+    if not shares:
+        return ""
+    lines = [
+        f"| policy | lie | liars | report pays (> {100 * PAYS:g}%) | median | best (who) |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for s in shares:
+        lines.append(
+            f"| {s.policy} | {s.lie} | {s.cases} | {s.paid} | {100 * s.median_gain:+.1f}% "
+            f"| {100 * s.best_gain:+.1f}% ({s.best_liar}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def rows_csv(rows: Sequence[LieOutcome]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
