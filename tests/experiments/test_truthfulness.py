@@ -194,5 +194,5 @@ def test_report_shares_compare_each_work_liar_with_its_own_trial_order() -> None
     assert share.median_gain == pytest.approx(0.1)
     assert (share.best_gain, share.best_liar) == (pytest.approx(0.2), "2 b")
     table = lies.report_share_markdown([share])
-    assert "| themis | work:0.5 | 2 | 1 | +10.0% | +20.0% (2 b) |" in table
+    assert "| themis | work:0.5 | 2 | 1 | +10.0% | +20.0% | 2 b |" in table
     assert lies.report_share_markdown([]) == ""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from statistics import fmean, median, stdev
 
@@ -422,18 +422,41 @@ def summarize_lies(rows: Sequence[LieOutcome]) -> list[LieSummary]:
     return out
 
 
-def summary_markdown(summaries: Sequence[LieSummary]) -> str:
+def _gains_table(
+    heads: tuple[str, str, str, str], rows: Iterable[tuple[str, str, int, int, float, float, str]]
+) -> str:
+    """A table of gains per (policy, lie): cases, those above ``PAYS``, median, best and
+    a last column of the caller's (``heads``: the last four columns' names)."""
+    paid, mid_head, best_head, last = heads
     lines = [
-        f"| policy | lie | liars | paid (> {100 * PAYS:g}%) | median gain | best gain "
-        "| honest apps' median loss |",
+        f"| policy | lie | liars | {paid} (> {100 * PAYS:g}%) | {mid_head} | {best_head} "
+        f"| {last} |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for s in summaries:
+    for policy, lie, cases, count, mid, best, tail in rows:
         lines.append(
-            f"| {s.policy} | {s.lie} | {s.cases} | {s.paid} | {100 * s.median_gain:+.1f}% "
-            f"| {100 * s.best_gain:+.1f}% | {100 * s.median_others_loss:+.1f}% |"
+            f"| {policy} | {lie} | {cases} | {count} | {100 * mid:+.1f}% "
+            f"| {100 * best:+.1f}% | {tail} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def summary_markdown(summaries: Sequence[LieSummary]) -> str:
+    return _gains_table(
+        ("paid", "median gain", "best gain", "honest apps' median loss"),
+        (
+            (
+                s.policy,
+                s.lie,
+                s.cases,
+                s.paid,
+                s.median_gain,
+                s.best_gain,
+                f"{100 * s.median_others_loss:+.1f}%",
+            )
+            for s in summaries
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -481,16 +504,13 @@ def report_share_markdown(shares: Sequence[ReportShare]) -> str:
     """The table of ``report_shares`` (empty without a ``work:F`` and ``order:F`` pair)."""
     if not shares:
         return ""
-    lines = [
-        f"| policy | lie | liars | report pays (> {100 * PAYS:g}%) | median | best (who) |",
-        "|---|---|---:|---:|---:|---|",
-    ]
-    for s in shares:
-        lines.append(
-            f"| {s.policy} | {s.lie} | {s.cases} | {s.paid} | {100 * s.median_gain:+.1f}% "
-            f"| {100 * s.best_gain:+.1f}% ({s.best_liar}) |"
-        )
-    return "\n".join(lines) + "\n"
+    return _gains_table(
+        ("report pays", "median", "best", "who"),
+        (
+            (s.policy, s.lie, s.cases, s.paid, s.median_gain, s.best_gain, s.best_liar)
+            for s in shares
+        ),
+    )
 
 
 def rows_csv(rows: Sequence[LieOutcome]) -> str:
