@@ -51,6 +51,11 @@ class Agent:
         #: (``_bid_value``; docs/knowledge.md, "Valuations by remaining time").
         self.remaining_only = valuation == "remaining"
         self._cuts: dict[tuple[Hashable, ...], list[int]] = {}
+        # The last remaining work built (``_work``): from which dict, and for which
+        # version of the app when it ran nothing (-1: it ran something).
+        self._work_source: dict[int, GangWork] | None = None
+        self._work_version = -1
+        self._work_cache: RemainingWork | None = None
 
     def rho_with(
         self,
@@ -62,9 +67,7 @@ class Agent:
         """rho(i, G): the app's estimated finish-time fairness if it held ``gpus`` from now.
 
         ``remaining`` is the app's ``remaining_by_gang(now)`` when the caller has it."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         return self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
 
     def standing(
@@ -79,15 +82,35 @@ class Agent:
         app can run on them, else (rho at the RHO_MAX cap) its starving rho
         (``starving_rho``: a fair 1/N time share from now on), which is finite and grows
         with the wait."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         value = self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
         if value < RHO_MAX:
             return value, False
         t_cluster = self.app.t_cluster
         shape = self.cluster.shape
         return starving_rho(now, self.app.arrival, work, shape, active_apps, t_cluster, n_avg), True
+
+    def _work(self, now: float, remaining: dict[int, GangWork] | None) -> RemainingWork:
+        """The app's remaining work, ready to time (``remaining``: its
+        ``remaining_by_gang(now)``, or None to ask the app).
+
+        Built once where it cannot have changed: a round hands the standing and the bid
+        the same ``remaining``; and an app that runs nothing makes no progress, so its
+        remaining work is the same at every round until a job starts, stops or finishes
+        (a new ``AppState.version``). The arbiter asks every wanting app every round, and
+        most of them run nothing."""
+        app = self.app
+        idle = not app.held()
+        if idle and self._work_version == app.version and self._work_cache is not None:
+            return self._work_cache
+        if remaining is None:
+            remaining = app.remaining_by_gang(now)
+        elif remaining is self._work_source and self._work_cache is not None:
+            return self._work_cache
+        work = RemainingWork(app.profile, remaining)
+        self._work_source, self._work_cache = remaining, work
+        self._work_version = app.version if idle else -1
+        return work
 
     def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
         return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
@@ -114,9 +137,7 @@ class Agent:
         starving rho instead of the RHO_MAX cap (see ``_nothing``). ``offer_index``: the
         round's offer indexed once and where this bidder's ``offer`` starts in it (the same
         bid, built faster)."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         kept_shape = self.cluster.shape_of(kept)
         rho_none = self._bid_value(now, n_avg, work, kept_shape)
         starving = active_apps is not None and rho_none >= RHO_MAX
