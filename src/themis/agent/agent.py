@@ -10,8 +10,7 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
@@ -262,31 +261,57 @@ def _prefixes(
 ) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
     """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle).
 
-    Per-machine and per-rack counts are kept along the chain and brought up to date only
-    at the sampled prefixes."""
+    Per-machine and per-rack counts are kept along the chain, each GPU counted as its gang
+    joins, with their maxima: counts only grow along the chain, so a running maximum is
+    the maximum of the counts at every prefix (the shape of an untyped prefix, read at the
+    sampled ones without a pass over the counters)."""
     if not chain:
         return []
     last = len(chain)
     sizes = {s for s in _SIZES if s < last}
     sizes.add(last)
-    machine_of, rack_of = cluster.machine_of.__getitem__, cluster.rack_of.__getitem__
-    machines = Counter(map(machine_of, kept))
-    racks = Counter(map(rack_of, kept))
+    if cluster.typed:
+        return _typed_prefixes(cluster, kept, chain, sizes)
+    machine_of, rack_of = cluster.machine_of, cluster.rack_of
+    machines: dict[int, int] = {}
+    racks: dict[int, int] = {}
+    machine_max = rack_max = 0
+
+    def count(gpus: Iterable[int]) -> None:
+        nonlocal machine_max, rack_max
+        for g in gpus:
+            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
+            if m > machine_max:
+                machine_max = m
+            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
+            if r > rack_max:
+                rack_max = r
+
+    count(kept)
     held = len(kept)
     flat: list[int] = []
     cuts = [0]
     out = []
-    counted = 0  # GPUs of ``flat`` already in the counters
+    for n, gang in enumerate(chain, start=1):
+        count(gang)
+        flat.extend(gang)
+        cuts.append(len(flat))
+        if n in sizes:
+            shape = SetShape(held + len(flat), machine_max, rack_max)
+            out.append((tuple(flat), list(cuts), shape))
+    return out
+
+
+def _typed_prefixes(
+    cluster: Cluster, kept: Sequence[int], chain: list[tuple[int, ...]], sizes: set[int]
+) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
+    """``_prefixes`` on a typed cluster: each sampled prefix's shape has parts per type."""
+    flat: list[int] = []
+    cuts = [0]
+    out = []
     for n, gang in enumerate(chain, start=1):
         flat.extend(gang)
         cuts.append(len(flat))
-        if n in sizes and cluster.typed:
+        if n in sizes:
             out.append((tuple(flat), list(cuts), cluster.shape_of((*kept, *flat))))
-        elif n in sizes:
-            fresh = flat[counted:]
-            machines.update(map(machine_of, fresh))
-            racks.update(map(rack_of, fresh))
-            counted = len(flat)
-            shape = SetShape(held + counted, max(machines.values()), max(racks.values()))
-            out.append((tuple(flat), list(cuts), shape))
     return out
