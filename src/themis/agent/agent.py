@@ -10,8 +10,7 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
@@ -51,6 +50,11 @@ class Agent:
         #: (``_bid_value``; docs/knowledge.md, "Valuations by remaining time").
         self.remaining_only = valuation == "remaining"
         self._cuts: dict[tuple[Hashable, ...], list[int]] = {}
+        # The last remaining work built (``_work``): from which dict, and for which
+        # version of the app when it ran nothing (-1: it ran something).
+        self._work_source: dict[int, GangWork] | None = None
+        self._work_version = -1
+        self._work_cache: RemainingWork | None = None
 
     def rho_with(
         self,
@@ -62,9 +66,7 @@ class Agent:
         """rho(i, G): the app's estimated finish-time fairness if it held ``gpus`` from now.
 
         ``remaining`` is the app's ``remaining_by_gang(now)`` when the caller has it."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         return self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
 
     def standing(
@@ -79,15 +81,35 @@ class Agent:
         app can run on them, else (rho at the RHO_MAX cap) its starving rho
         (``starving_rho``: a fair 1/N time share from now on), which is finite and grows
         with the wait."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         value = self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
         if value < RHO_MAX:
             return value, False
         t_cluster = self.app.t_cluster
         shape = self.cluster.shape
         return starving_rho(now, self.app.arrival, work, shape, active_apps, t_cluster, n_avg), True
+
+    def _work(self, now: float, remaining: dict[int, GangWork] | None) -> RemainingWork:
+        """The app's remaining work, ready to time (``remaining``: its
+        ``remaining_by_gang(now)``, or None to ask the app).
+
+        Built once where it cannot have changed: a round hands the standing and the bid
+        the same ``remaining``; and an app that runs nothing makes no progress, so its
+        remaining work is the same at every round until a job starts, stops or finishes
+        (a new ``AppState.version``). The arbiter asks every wanting app every round, and
+        most of them run nothing."""
+        app = self.app
+        idle = not app.held()
+        if idle and self._work_version == app.version and self._work_cache is not None:
+            return self._work_cache
+        if remaining is None:
+            remaining = app.remaining_by_gang(now)
+        elif remaining is self._work_source and self._work_cache is not None:
+            return self._work_cache
+        work = RemainingWork(app.profile, remaining)
+        self._work_source, self._work_cache = remaining, work
+        self._work_version = app.version if idle else -1
+        return work
 
     def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
         return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
@@ -114,9 +136,7 @@ class Agent:
         starving rho instead of the RHO_MAX cap (see ``_nothing``). ``offer_index``: the
         round's offer indexed once and where this bidder's ``offer`` starts in it (the same
         bid, built faster)."""
-        if remaining is None:
-            remaining = self.app.remaining_by_gang(now)
-        work = RemainingWork(self.app.profile, remaining)
+        work = self._work(now, remaining)
         kept_shape = self.cluster.shape_of(kept)
         rho_none = self._bid_value(now, n_avg, work, kept_shape)
         starving = active_apps is not None and rho_none >= RHO_MAX
@@ -241,31 +261,57 @@ def _prefixes(
 ) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
     """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle).
 
-    Per-machine and per-rack counts are kept along the chain and brought up to date only
-    at the sampled prefixes."""
+    Per-machine and per-rack counts are kept along the chain, each GPU counted as its gang
+    joins, with their maxima: counts only grow along the chain, so a running maximum is
+    the maximum of the counts at every prefix (the shape of an untyped prefix, read at the
+    sampled ones without a pass over the counters)."""
     if not chain:
         return []
     last = len(chain)
     sizes = {s for s in _SIZES if s < last}
     sizes.add(last)
-    machine_of, rack_of = cluster.machine_of.__getitem__, cluster.rack_of.__getitem__
-    machines = Counter(map(machine_of, kept))
-    racks = Counter(map(rack_of, kept))
+    if cluster.typed:
+        return _typed_prefixes(cluster, kept, chain, sizes)
+    machine_of, rack_of = cluster.machine_of, cluster.rack_of
+    machines: dict[int, int] = {}
+    racks: dict[int, int] = {}
+    machine_max = rack_max = 0
+
+    def count(gpus: Iterable[int]) -> None:
+        nonlocal machine_max, rack_max
+        for g in gpus:
+            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
+            if m > machine_max:
+                machine_max = m
+            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
+            if r > rack_max:
+                rack_max = r
+
+    count(kept)
     held = len(kept)
     flat: list[int] = []
     cuts = [0]
     out = []
-    counted = 0  # GPUs of ``flat`` already in the counters
+    for n, gang in enumerate(chain, start=1):
+        count(gang)
+        flat.extend(gang)
+        cuts.append(len(flat))
+        if n in sizes:
+            shape = SetShape(held + len(flat), machine_max, rack_max)
+            out.append((tuple(flat), list(cuts), shape))
+    return out
+
+
+def _typed_prefixes(
+    cluster: Cluster, kept: Sequence[int], chain: list[tuple[int, ...]], sizes: set[int]
+) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
+    """``_prefixes`` on a typed cluster: each sampled prefix's shape has parts per type."""
+    flat: list[int] = []
+    cuts = [0]
+    out = []
     for n, gang in enumerate(chain, start=1):
         flat.extend(gang)
         cuts.append(len(flat))
-        if n in sizes and cluster.typed:
+        if n in sizes:
             out.append((tuple(flat), list(cuts), cluster.shape_of((*kept, *flat))))
-        elif n in sizes:
-            fresh = flat[counted:]
-            machines.update(map(machine_of, fresh))
-            racks.update(map(rack_of, fresh))
-            counted = len(flat)
-            shape = SetShape(held + counted, max(machines.values()), max(racks.values()))
-            out.append((tuple(flat), list(cuts), shape))
     return out

@@ -37,7 +37,7 @@ from themis.arbiter.reservation import (
 from themis.auction.bids import Bid
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
-from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, verified_rho
+from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, t_cluster, verified_rho
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
@@ -164,6 +164,9 @@ class Arbiter:
         self.last_round: RoundRecord | None = None
         #: Each auction's node limit and deadline (``themis.auction.budget``).
         self.limits = limits
+        #: Per app that ran nothing when last ranked: its version then, and the time alone
+        #: on the cluster of what it had made (``_verified_rho``).
+        self._made_alone: dict[AppState, tuple[int, float]] = {}
         #: Auctions run, those that stopped on their limits, and the largest certified
         #: gaps of x* and of the re-solves x^-i among them (docs/auction.md).
         self.auctions = 0
@@ -244,8 +247,9 @@ class Arbiter:
                 wanting.append(a)
         n_avg = {a.app_id: view.n_avg(a) for a in wanting}
         agents = {a.app_id: self.agent(a) for a in wanting}
-        # What each app has left to do, computed once for its rho here and its bid below.
-        remaining = {a.app_id: a.remaining_by_gang(now) for a in wanting}
+        # What each app has left to do, computed once for its rho here and its bid below;
+        # None for an app that runs nothing: its agent keeps that until a job of it starts.
+        remaining = {a.app_id: a.remaining_by_gang(now) if a.held() else None for a in wanting}
         rhos: dict[str, float] = {}
         starving: set[str] = set()
         for a in wanting:
@@ -273,12 +277,7 @@ class Arbiter:
         # infinite rho, told apart by their starving rho.
         if self.ranking != "declared":
             shape = self.cluster.shape
-            rank = {
-                a.app_id: verified_rho(
-                    now, a.arrival, a.profile, a.done_by_gang(now), shape, n_avg[a.app_id]
-                )
-                for a in wanting
-            }
+            rank = {a.app_id: self._verified_rho(a, now, n_avg[a.app_id]) for a in wanting}
             if any(a.spec.owner is not None for a in wanting):
                 rank_fresh_by_siblings(view, wanting, rank, now, shape)
                 rank_by_cohort(view, wanting, rank, now, shape, self.lease)
@@ -425,6 +424,23 @@ class Arbiter:
         self.last_round = record
         self._started.update(job.app.spec.tenant for job in grants)
         return grants, ending
+
+    def _verified_rho(self, app: AppState, now: float, n_avg: float) -> float:
+        """``verified_rho`` of ``app`` on the cluster.
+
+        What an app that runs nothing has made, and its time alone on the cluster, cannot
+        change until a job of it starts, stops or finishes (its ``version``): that time is
+        kept for such apps, most of the wanting apps of a round; the time since arrival
+        and N are new each round. The same floats as ``verified_rho`` (``made_fair_time``
+        is that time times N)."""
+        if app.held():
+            done = app.done_by_gang(now)
+            return verified_rho(now, app.arrival, app.profile, done, self.cluster.shape, n_avg)
+        cached = self._made_alone.get(app)
+        if cached is None or cached[0] != app.version:
+            alone = t_cluster(app.profile, app.done_by_gang(now), self.cluster.shape)
+            cached = self._made_alone[app] = (app.version, alone)
+        return capped_rho(now - app.arrival, cached[1] * n_avg)
 
     def _renew_in_place(
         self,

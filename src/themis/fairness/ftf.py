@@ -53,23 +53,23 @@ class RemainingWork:
     __slots__ = ("gangs", "demand", "cross_machine", "cross_rack", "empty", "speeds", "profile")
 
     def __init__(self, profile: ModelProfile, remaining_by_gang: dict[int, GangWork]) -> None:
+        # Built for every rho the arbiter asks (about a million times a run): one pass.
         tpi = profile.time_per_iteration
         self.empty = not remaining_by_gang
-        # (gang, total seconds on one GPU, longest job's seconds on one GPU)
-        self.gangs = [
-            (gang, total * tpi, most * tpi)
-            for gang, (total, most, _) in remaining_by_gang.items()
-            if total > 0
-        ]
-        self.demand = 0
-        for gang, (total, _, jobs) in remaining_by_gang.items():
+        gangs: list[tuple[int, float, float]] = []
+        demand = 0
+        for gang, (total, most, jobs) in remaining_by_gang.items():
             if total > 0:
-                self.demand += gang * jobs
+                gangs.append((gang, total * tpi, most * tpi))
+                demand += gang * jobs
+        #: (gang, total seconds on one GPU, longest job's seconds on one GPU)
+        self.gangs = gangs
+        self.demand = demand
         self.cross_machine = profile.cross_machine
         self.cross_rack = profile.cross_rack
         self.profile = profile
         #: GPU type -> how many times faster than ``time_per_iteration`` (typed clusters)
-        self.speeds = {t: profile.time_per_iteration / s for t, s in profile.type_times}
+        self.speeds = {t: tpi / s for t, s in profile.type_times} if profile.type_times else {}
 
     def time_on(self, shape: SetShape) -> float:
         """Seconds to finish on a GPU set of this shape (see ``estimate_time``)."""

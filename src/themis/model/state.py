@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from functools import reduce
 
 from themis.fairness.ftf import GangWork
@@ -211,9 +212,11 @@ class AppState:
         #: A set this app adds itself to whenever its version changes (the simulator's
         #: books of the apps that changed since the last round), or None.
         self.changes: set[AppState] | None = None
-        # done_by_gang's progress of the jobs not running, for one version
+        # done_by_gang's progress of the jobs not running, for one version, and (when no
+        # job runs) its whole answer, which then cannot change until the version does
         self._done_version = -1
         self._done_stopped: dict[int, list[float]] = {}
+        self._done_idle: dict[int, GangWork] | None = None
 
     def touch(self) -> None:
         """Mark every cache stale (after changing jobs other than by start/stop/finish)."""
@@ -358,19 +361,23 @@ class AppState:
         if self._cached_version != self.version:
             self._refresh()
         if self._done_version != self.version:
-            acc: dict[int, list[float]] = {}
-            for job in self.jobs:
-                if job.gpus:
-                    continue
-                made = job.done if job.observed is None else job.observed
-                _add(acc, job.spec.gang, made)
-            self._done_stopped = acc
-            self._done_version = self.version
+            self._count_stopped()
+        if self._done_idle is not None:  # nothing runs: the same answer at any ``t``
+            return dict(self._done_idle)
         acc = {g: list(v) for g, v in self._done_stopped.items()}
-        for job in self._running:
-            made = job.done + job.rate * max(0.0, t - job.updated_at)
-            _add(acc, job.spec.gang, made)
-        return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items() if v[0] > 0.0}
+        running = self._running
+        _tally(acc, ((j.spec.gang, j.done + j.rate * max(0.0, t - j.updated_at)) for j in running))
+        return _made_work(acc)
+
+    def _count_stopped(self) -> None:
+        """``done_by_gang``'s sums over the jobs not running, for this version (finished
+        ones: what they had made when they ended), in submission order."""
+        acc: dict[int, list[float]] = {}
+        stopped = (j for j in self.jobs if not j.gpus)
+        _tally(acc, ((j.spec.gang, j.done if j.observed is None else j.observed) for j in stopped))
+        self._done_stopped = acc
+        self._done_idle = None if self._running else _made_work(acc)
+        self._done_version = self.version
 
     def remaining_by_gang(self, t: float) -> dict[int, GangWork]:
         """Live jobs' remaining iterations at time ``t``, grouped by gang size."""
@@ -394,13 +401,22 @@ class AppState:
         return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items()}
 
 
-def _add(acc: dict[int, list[float]], gang: int, made: float) -> None:
-    """Count ``made`` iterations of one job of ``gang`` GPUs into [total, most, jobs]."""
-    entry = acc.get(gang)
-    if entry is None:
-        acc[gang] = [made, made, 1]
-    else:
-        entry[0] += made
-        if made > entry[1]:
-            entry[1] = made
-        entry[2] += 1
+def _tally(acc: dict[int, list[float]], made: Iterable[tuple[int, float]]) -> None:
+    """Count each job's (gang, iterations made) into ``acc``'s [total, most, jobs] per
+    gang, in the order given. One loop for all the jobs, not a call per job: the arbiter
+    asks every wanting app each round, so this runs millions of times a simulation."""
+    get = acc.get
+    for gang, value in made:
+        entry = get(gang)
+        if entry is None:
+            acc[gang] = [value, value, 1]
+        else:
+            entry[0] += value
+            if value > entry[1]:
+                entry[1] = value
+            entry[2] += 1
+
+
+def _made_work(acc: dict[int, list[float]]) -> dict[int, GangWork]:
+    """``done_by_gang``'s answer from its [total, most, jobs] sums: gangs that made some."""
+    return {g: GangWork(v[0], v[1], int(v[2])) for g, v in acc.items() if v[0] > 0.0}
