@@ -277,6 +277,9 @@ class Arbiter:
         # infinite rho, told apart by their starving rho.
         if self.ranking != "declared":
             shape = self.cluster.shape
+            if len(self._made_alone) > 2 * len(view.apps) + 64:  # forget finished apps
+                active = set(view.apps)
+                self._made_alone = {a: v for a, v in self._made_alone.items() if a in active}
             rank = {a.app_id: self._verified_rho(a, now, n_avg[a.app_id]) for a in wanting}
             if any(a.spec.owner is not None for a in wanting):
                 rank_fresh_by_siblings(view, wanting, rank, now, shape)
