@@ -223,3 +223,5 @@ def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
     worse = [row(3, "order:2", "c", 150.0), row(3, "gang:0.5", "c", 108.0)]
     (gang,) = lies.over_best_honest(worse)
     assert gang.best_gain == pytest.approx(0.1)
+    table = lies.report_share_markdown([gang], "lie pays")
+    assert "lie pays (> 1%)" in table and "| themis | gang:0.5 | 1 | 1 | +10.0% |" in table

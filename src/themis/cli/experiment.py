@@ -304,7 +304,7 @@ def truthfulness(
             "with progress_weight 1/F (work:F against order:F, the same liars; "
             "1 - work / order):\n\n" + shares
         )
-    beyond = measure.report_share_markdown(measure.over_best_honest(rows))
+    beyond = measure.report_share_markdown(measure.over_best_honest(rows), "lie pays")
     if beyond:
         summary += (
             "\nEach lie against the liar's best truthful run measured (the default order, "

@@ -531,12 +531,13 @@ def over_best_honest(rows: Sequence[LieOutcome]) -> list[ReportShare]:
     return out
 
 
-def report_share_markdown(shares: Sequence[ReportShare]) -> str:
-    """The table of ``report_shares`` (empty without a ``work:F`` and ``order:F`` pair)."""
+def report_share_markdown(shares: Sequence[ReportShare], paid: str = "report pays") -> str:
+    """The table of ``report_shares`` or ``over_best_honest`` (empty without ``order:F``
+    runs); ``paid`` names the column of gains above ``PAYS``."""
     if not shares:
         return ""
     return _gains_table(
-        ("report pays", "median", "best", "who"),
+        (paid, "median", "best", "who"),
         (
             (s.policy, s.lie, s.cases, s.paid, s.median_gain, s.best_gain, s.best_liar)
             for s in shares
