@@ -2,8 +2,9 @@
 
 Jobs that already run keep their GPUs when the app still holds all of them (no needless
 restarts across lease renewals). Waiting jobs are then started longest-remaining-first,
-since an app finishes when its last job does, and each gang is packed on the best span
-its app's free GPUs allow.
+since an app finishes when its last job does, or in the order the app declares
+(``AppSpec.progress_weight``), and each gang is packed on the best span its app's free
+GPUs allow.
 """
 
 from __future__ import annotations
