@@ -413,10 +413,13 @@ class Simulator:
         )
         if self.policy.incremental:
             changes = self.policy.changes(view)
-            if self._free is not None:
-                self._free.restore()  # whatever the policy carved from the pool
-            self._check_changes(changes)
-            self._apply_changes(changes, now)
+            try:
+                self._check_changes(changes)
+            except AssertionError:
+                if self._free is not None:
+                    self._free.restore()  # whatever the policy carved from the pool
+                raise
+            self._apply_changes(changes, now)  # settles the pool (``FreePool.settle``)
         else:
             schedule = self.policy.schedule(view)
             self._check(schedule)
@@ -502,9 +505,16 @@ class Simulator:
         if len(moving) > 1:
             rank = self._rank
             moving.sort(key=lambda j: (rank[j.app], j.index))
+        # The pool still holds the policy's drafts: it is settled on the outcome at once
+        # instead of undoing the drafts and redoing them GPU by GPU.
+        holder = self._holder
+        freed = [g for job in moving for g in job.gpus if holder.get(g) is job]
         for job in moving:
-            self._stop(job, now)
-        self._grants(start, now)
+            self._stop(job, now, release=False)
+        taken = [g for job, grant in start.items() if not job.gpus for g in grant.gpus]
+        self._grants(start, now, take=False)
+        if self._free is not None:
+            self._free.settle(freed, taken)
 
     def _apply(self, schedule: Schedule, now: float) -> None:
         for app in self.active:
@@ -513,8 +523,10 @@ class Simulator:
                     self._stop(job, now)
         self._grants(schedule, now)
 
-    def _grants(self, schedule: Schedule, now: float) -> None:
-        free = self._free
+    def _grants(self, schedule: Schedule, now: float, take: bool = True) -> None:
+        """Start or extend the grants of ``schedule``; the GPUs of the jobs that start
+        leave the free pool unless ``take`` is False (the caller settles the pool)."""
+        free = self._free if take else None
         for job, grant in schedule.items():
             if not job.gpus:
                 self._start(job, grant.gpus, now)
@@ -550,7 +562,10 @@ class Simulator:
             left = 0.0
         self._push(now + self.restart_cost + left / job.rate, JobEnd(job, token))
 
-    def _stop(self, job: JobState, now: float) -> None:
+    def _stop(self, job: JobState, now: float, release: bool = True) -> None:
+        """Stop ``job``; its GPUs go back to the free pool unless ``release`` is False
+        (the caller settles the pool)."""
+        pool = self._free if release else None
         best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
         if job.started_at is not None and now > job.started_at:
             self.intervals.append(
@@ -559,8 +574,8 @@ class Simulator:
         for g in job.gpus:
             if self._holder.get(g) is job:
                 del self._holder[g]
-                if self._free is not None:
-                    self._free.add(g)
+                if pool is not None:
+                    pool.add(g)
         job.stop(now, best)
         self.tokens.pop(id(job), None)
 
