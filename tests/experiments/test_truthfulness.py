@@ -196,3 +196,30 @@ def test_report_shares_compare_each_work_liar_with_its_own_trial_order() -> None
     table = lies.report_share_markdown([share])
     assert "| themis | work:0.5 | 2 | 1 | +10.0% | +20.0% | 2 b |" in table
     assert lies.report_share_markdown([]) == ""
+
+
+def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
+    """Liar a: honest 120 s, its honest orders 100 s (order:0.5) and 130 s (order:2); a
+    split at 95 s beats the best truthful run (100 s) by 5%, a work:0.5 lie at 100 s buys
+    nothing beyond it. Liar b has no order run and is left out; order rows are not lies."""
+
+    def row(seed: int, lie: str, liar: str, lying: float) -> lies.LieOutcome:
+        return lies.LieOutcome("themis", seed, lie, liar, 120.0, lying, 50.0, 50.0)
+
+    rows = [
+        row(1, "order:0.5", "a", 100.0),
+        row(1, "order:2", "a", 130.0),
+        row(1, "split:2", "a", 95.0),
+        row(1, "work:0.5", "a", 100.0),
+        row(2, "split:2", "b", 10.0),
+    ]
+    found = {s.lie: s for s in lies.over_best_honest(rows)}
+    assert set(found) == {"split:2", "work:0.5"}
+    split = found["split:2"]
+    assert (split.cases, split.paid, split.best_liar) == (1, 1, "1 a")
+    assert split.best_gain == pytest.approx(0.05)
+    assert (found["work:0.5"].best_gain, found["work:0.5"].paid) == (0.0, 0)
+    # Every order worse than the default: the default is the best truthful run.
+    worse = [row(3, "order:2", "c", 150.0), row(3, "gang:0.5", "c", 108.0)]
+    (gang,) = lies.over_best_honest(worse)
+    assert gang.best_gain == pytest.approx(0.1)

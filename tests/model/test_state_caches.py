@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from themis.agent.app_scheduler import waiting_order
 from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
@@ -101,6 +103,67 @@ def test_an_order_strategy_reorders_the_trials_and_reports_the_truth() -> None:
     j0.start((0,), rate=1.0, now=30.0)
     assert j0.order_remaining_at(60.0) == OVERRUN_SHARE * 50.0  # made 60 > 50
     assert j0.remaining_at(60.0) == 40.0
+
+
+@pytest.mark.parametrize(
+    ("weight", "order"),
+    [(1.0, ["j2", "j0", "j1"]), (0.0, ["j0", "j2", "j1"]), (2.0, ["j2", "j1", "j0"])],
+)
+def test_a_progress_weight_orders_the_trials_as_declared(weight: float, order: list) -> None:
+    """j0 (100 declared) has made 45, j1 (60) has made 15, j2 (70) nothing. By declared
+    work minus ``weight`` times work made: weight 1 gives 55, 45, 70 (longest remaining
+    first); 0 gives 100, 60, 70 (longest trial first, progress ignored); 2 gives 10, 30,
+    70 (fresh before partly run, least made first). Idle or running the order is the
+    same, and the arbiter reads the same declared work whatever the weight."""
+    specs = (JobSpec("j0", 1, 100.0), JobSpec("j1", 1, 60.0), JobSpec("j2", 1, 70.0))
+    app = AppState(AppSpec("a", 0.0, "toy", specs, progress_weight=weight), PROFILE, 1.0)
+    plain = AppState(AppSpec("a", 0.0, "toy", specs), PROFILE, 1.0)
+    for state in (app, plain):
+        state.jobs[0].start((0,), rate=1.0, now=0.0)
+        state.jobs[1].start((1,), rate=1.0, now=30.0)
+    assert [j.job_id for j in waiting_order(app, 45.0)] == order
+    for state in (app, plain):
+        state.jobs[0].stop(45.0, best=True)
+        state.jobs[1].stop(45.0, best=True)
+    assert [j.job_id for j in app.idle_jobs()] == order
+    assert app.remaining_by_gang(45.0) == plain.remaining_by_gang(45.0)
+
+
+def test_a_progress_weight_of_two_is_the_order_of_a_liar_declaring_half() -> None:
+    """Declared work minus twice the work made is half of (half the work minus the work
+    made): the order ``order:0.5`` (a ``work:0.5`` liar's scheduler) gives, so an honest
+    app can choose it. Under Themis the whole schedule is the same to the last bit (a
+    power of two scales without rounding)."""
+    import dataclasses
+
+    from themis.experiments.workloads import generated_workload
+    from themis.model.cluster import Cluster
+    from themis.model.workload import Workload
+    from themis.policies import make_policy
+    from themis.simulator.engine import Conditions, simulate
+    from themis.workload import load_workload
+
+    cluster = Cluster.from_spec("1x2x4")
+    profiles = load_workload().profiles
+    w = generated_workload("generate:jobs=120,load=1.5", cluster, profiles, 5)
+    target = "app6"
+    weighted = Workload(
+        tuple(
+            dataclasses.replace(a, progress_weight=2.0) if a.app_id == target else a for a in w.apps
+        ),
+        w.profiles,
+    )
+    honest = simulate(w, cluster, make_policy("themis"))
+    ordered = simulate(
+        w, cluster, make_policy("themis"), conditions=Conditions(orders=((target, 0.5),))
+    )
+    chosen = simulate(weighted, cluster, make_policy("themis"))
+
+    def schedule(result):
+        return [(i.start, i.end, i.app_id, i.job_id, i.gpus) for i in result.intervals]
+
+    assert schedule(chosen) == schedule(ordered)
+    assert schedule(chosen) != schedule(honest)  # the order matters on this workload
 
 
 def test_done_by_gang_counts_observed_progress_not_declarations() -> None:

@@ -70,6 +70,29 @@ def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
     assert per_node.ranks == "node" and AppFile.from_dict(per_node.to_dict()) == per_node
     stored_before = {k: v for k, v in app.to_dict().items() if k != "ranks"}
     assert AppFile.from_dict(stored_before).ranks == "gpu"
+    assert app.progress_weight == 1.0
+    depth_first = load_app_file(write(tmp_path, GOOD + "progress_weight: 0\n"))
+    assert depth_first.progress_weight == 0.0
+    assert AppFile.from_dict(depth_first.to_dict()) == depth_first
+    before = {k: v for k, v in depth_first.to_dict().items() if k != "progress_weight"}
+    assert AppFile.from_dict(before).progress_weight == 1.0
+
+
+def test_the_progress_weight_reaches_the_apps_trial_order(tmp_path: Path) -> None:
+    """The runtime builds its ``AppState`` from the file: with weight 0 a partly made
+    trial keeps its place ahead of fresh ones; with the default it goes behind them."""
+    from themis.agent.app_scheduler import waiting_order
+    from themis.model.state import AppState
+    from themis.runtime.model import app_profile, app_spec
+
+    orders = {}
+    for extra in ("", "progress_weight: 0\n"):
+        app = load_app_file(write(tmp_path, GOOD + extra))
+        state = AppState(app_spec(app, 0.0), app_profile(app), 1.0)
+        state.jobs[0].start((0,), rate=1.0, now=0.0)
+        state.jobs[0].stop(10.0, best=True)
+        orders[extra] = [j.index for j in waiting_order(state, 10.0)]
+    assert orders[""][-1] == 0 and orders["progress_weight: 0\n"][0] == 0
 
 
 @pytest.mark.parametrize(
@@ -90,6 +113,8 @@ def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
         (("loguniform: [0.0001, 0.01]", "uniform: [2, 1]"), "search_space.wd", "low < high"),
         (("gpus_per_trial: 2", "gpus_per_trial: 2\ncolour: red"), "colour", "unknown field"),
         (("gpus_per_trial: 2", "gpus_per_trial: 2\nranks: machine"), "ranks", "gpu, node"),
+        (("steps: 100", "steps: 100\nprogress_weight: -1"), "progress_weight", "[0, 100]"),
+        (("steps: 100", "steps: 100\nprogress_weight: x"), "progress_weight", "a number"),
     ],
 )
 def test_malformed_field_is_named(tmp_path: Path, change, field, fragment) -> None:

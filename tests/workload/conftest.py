@@ -68,6 +68,7 @@ def workload_key(workload) -> list[tuple]:
             app.arrival,
             app.model,
             app.owner,
+            app.progress_weight,
             workload.profiles[app.model],
             [(j.job_id, j.gang, j.work) for j in app.jobs],
         )

@@ -84,9 +84,9 @@ _job = st.dictionaries(
 )
 _app = st.one_of(
     st.dictionaries(
-        st.sampled_from(["id", "arrival", "model", "jobs", "other"]),
+        st.sampled_from(["id", "arrival", "model", "jobs", "progress_weight", "other"]),
         st.one_of(_ids, _numbers, st.lists(st.one_of(_job, _numbers), max_size=3)),
-        max_size=5,
+        max_size=6,
     ),
     st.lists(st.integers(), max_size=2),
     _numbers,
@@ -104,7 +104,7 @@ _valid_app = st.fixed_dictionaries(
         "arrival": st.one_of(st.integers(0, 100), st.floats(0, 1e6)),
         "jobs": st.lists(_valid_job, min_size=1, max_size=3),
     },
-    optional={"model": st.text(max_size=5)},
+    optional={"model": st.text(max_size=5), "progress_weight": st.floats(0, 4)},
 )
 _APP_SCHEMA = Draft202012Validator({"$ref": "#/$defs/app", "$defs": schema()["$defs"]})
 

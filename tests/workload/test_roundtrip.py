@@ -80,3 +80,32 @@ def test_owners_are_written_and_read_back(tmp_path, suffix: str) -> None:
     if suffix == ".json":
         with pytest.raises(ThemisError, match=r"apps\[0\]\.owner"):
             load_workload(str(bad))
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_progress_weights_are_written_and_read_back(tmp_path, suffix: str) -> None:
+    """``progress_weight`` (the app's own trial order) survives a write and a read; an app
+    without one keeps the default 1, and a negative one is an error naming the field."""
+    import dataclasses
+
+    from themis.errors import ThemisError
+    from themis.workload.writer import write_workload
+
+    original = load_workload(str(SAMPLE_FILES["hyperdrive"]), seed=3)
+    apps = list(original.apps)
+    apps[0] = dataclasses.replace(apps[0], progress_weight=0.0)
+    apps[1] = dataclasses.replace(apps[1], progress_weight=2.5)
+    weighted = dataclasses.replace(original, apps=tuple(apps))
+    path = tmp_path / f"weighted{suffix}"
+    with path.open("w") as out:
+        write_workload(weighted, out, suffix.lstrip("."))
+    back = load_workload(str(path))
+    assert [a.progress_weight for a in back.apps] == [0.0, 2.5] + [1.0] * (len(apps) - 2)
+    text = path.read_text()
+    bad = tmp_path / f"bad{suffix}"
+    if suffix == ".json":
+        bad.write_text(text.replace('"progress_weight": 2.5', '"progress_weight": -1', 1))
+    else:
+        bad.write_text(text.replace("progress_weight: 2.5", "progress_weight: -1", 1))
+    with pytest.raises(ThemisError, match=r"apps\[1\]\.progress_weight.*>= 0"):
+        load_workload(str(bad))

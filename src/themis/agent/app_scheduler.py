@@ -38,8 +38,9 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
 
 def order_measure(app: AppState) -> Callable[[JobState, float], float]:
     """How the app's own scheduler measures a job's work left, to order its trials: its
-    declared remaining work, or under an ``order`` strategy that work rescaled."""
-    return JobState.remaining_at if app.order_factor == 1.0 else JobState.order_remaining_at
+    declared remaining work, or that work as its ``progress_weight`` (or an ``order``
+    strategy) counts it."""
+    return JobState.order_remaining_at if app.own_order else JobState.remaining_at
 
 
 def assign_jobs(

@@ -300,8 +300,16 @@ def truthfulness(
     shares = measure.report_share_markdown(measure.report_shares(rows))
     if shares:
         summary += (
-            "\nWhat the false report buys beyond its trial order (work:F against order:F, "
-            "the same liars; 1 - work / order):\n\n" + shares
+            "\nWhat the false report buys beyond the trial order an honest app declares "
+            "with progress_weight 1/F (work:F against order:F, the same liars; "
+            "1 - work / order):\n\n" + shares
+        )
+    beyond = measure.report_share_markdown(measure.over_best_honest(rows))
+    if beyond:
+        summary += (
+            "\nEach lie against the liar's best truthful run measured (the default order, "
+            "or order:F = progress_weight 1/F, which it could declare; "
+            "1 - lying / best truthful):\n\n" + beyond
         )
     path = out / "truthfulness.md"
     path.write_text(

@@ -357,7 +357,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "placement sensitivity), gang:F (resubmits its trials on F times their GPUs, "
             "same iterations), ask:F (asks for F times the GPUs, runs no faster), split:K "
             "(submits itself as K apps), stagger:S (split:2, the second part S seconds later), "
-            "order:F (no lie: orders its own trials as work:F would, declares the truth). "
+            "order:F (no lie: orders its own trials as work:F would, as progress_weight 1/F "
+            "in the app file does; declares the truth). "
             "Repeatable "
             "(coalitions; docs/knowledge.md).",
         ),

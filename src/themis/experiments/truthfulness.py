@@ -500,6 +500,37 @@ def report_shares(rows: Sequence[LieOutcome]) -> list[ReportShare]:
     return out
 
 
+def over_best_honest(rows: Sequence[LieOutcome]) -> list[ReportShare]:
+    """Per (policy, lie) other than ``order:F``, for the liars whose honest trial orders
+    were measured (``order:F`` rows of the same seed and liar): the liar's completion
+    lying over its best completion declaring the truth, with the default order or any
+    measured ``order:F`` (``progress_weight`` ``1/F``, which an honest app can declare).
+    Strategy-proofness asks exactly this: that no lie beats the best truthful strategy;
+    a lie that only buys an order the app could have declared does not."""
+    best: dict[tuple[str, int | None, str], float] = {}
+    for o in rows:
+        if o.lie.startswith("order:"):
+            key = (o.policy, o.seed, o.liar)
+            best[key] = min(best.get(key, o.liar_honest_s), o.liar_lying_s)
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for o in rows:
+        honest = best.get((o.policy, o.seed, o.liar))
+        if o.lie.startswith("order:") or honest is None:
+            continue
+        who = f"{o.seed} {o.liar}" if o.seed is not None else o.liar
+        groups.setdefault((o.policy, o.lie), []).append((1.0 - o.liar_lying_s / honest, who))
+    out = []
+    for (policy, lie), cases in groups.items():
+        gains = [g for g, _ in cases]
+        top, who = max(cases)
+        out.append(
+            ReportShare(
+                policy, lie, len(gains), sum(1 for g in gains if g > PAYS), median(gains), top, who
+            )
+        )
+    return out
+
+
 def report_share_markdown(shares: Sequence[ReportShare]) -> str:
     """The table of ``report_shares`` (empty without a ``work:F`` and ``order:F`` pair)."""
     if not shares:

@@ -21,9 +21,10 @@ kind of lie here is one a real tenant can tell without changing what its trainin
   to get more shares. Its completion is the last part's.
 - ``order:F`` is not a lie but the part of ``work:F`` that is the app's own business: its
   scheduler orders its trials as a ``work:F`` liar's would (by ``F`` times each trial's
-  declared work, minus what it made) while the app declares the truth. Beside ``work:F``
-  it splits a lie's gain into what the app's trial order buys and what the false report
-  buys from the arbiter (docs/knowledge.md).
+  declared work, minus what it made) while the app declares the truth. It is the order
+  an honest app declares with ``progress_weight`` ``1/F`` (``AppSpec``). Beside
+  ``work:F`` it splits a lie's gain into what the app's trial order buys and what the
+  false report buys from the arbiter (docs/knowledge.md).
 - ``stagger:S`` is ``split:2`` with the second part submitted ``S`` seconds after the first:
   a split that does not look like one submission (with ``split:K`` too, each part ``S``
   seconds after the one before). Its completion runs from the first part's arrival.

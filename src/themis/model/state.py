@@ -105,12 +105,16 @@ class JobState:
 
     def order_remaining_at(self, t: float) -> float:
         """Work left at ``t`` as its app's own scheduler counts it to order its trials:
-        ``remaining_at`` with the declared work times ``AppState.order_factor``."""
-        factor = self.app.order_factor
-        if factor == 1.0:
+        ``remaining_at`` with the declared work times ``AppState.order_factor`` and the work
+        made times the app's ``progress_weight``."""
+        app = self.app
+        factor, weight = app.order_factor, app.progress_weight
+        if factor == 1.0 and weight == 1.0:
             return self.remaining_at(t)
         work = factor * self.spec.work
-        rem = work - self.done - self.rate * (t - self.updated_at)
+        # Term by term, so that a weight of 2 orders exactly as a factor of 0.5 (scaling
+        # by a power of two commutes with rounding).
+        rem = work - weight * self.done - weight * self.rate * (t - self.updated_at)
         if rem > 0.0:
             return rem
         if self.finished_at is None:
@@ -182,6 +186,10 @@ class AppState:
         #: declared work (1: by what it declares). A strategy, not a report: what it
         #: declares to the arbiter is ``spec`` (the ``order`` kind of ``model/lies.py``).
         self.order_factor = order_factor
+        #: The app's declared ``AppSpec.progress_weight``.
+        self.progress_weight = spec.progress_weight
+        #: Whether its trials are ordered by another measure than ``JobState.remaining_at``.
+        self.own_order = order_factor != 1.0 or spec.progress_weight != 1.0
         self.app_id: str = spec.app_id  # plain attributes: read millions of times a run
         self.arrival: float = spec.arrival
         self.profile = profile
@@ -304,7 +312,7 @@ class AppState:
         key = (-rem, job.index)
         job.listed = key
         order_key = key
-        if self.order_factor != 1.0:
+        if self.own_order:
             order_key = (-job.order_remaining_at(job.updated_at), job.index)
         job.order_listed = order_key
         k = bisect_left(self._idle_keys, order_key)

@@ -74,6 +74,13 @@ class AppSpec:
     jobs: tuple[JobSpec, ...]
     search: Search | None = None
     owner: str | None = None
+    #: How much a trial's progress lowers its place in the app's own order: its trials run
+    #: by declared work minus ``progress_weight`` times the work made, largest first. 1
+    #: (the default) is longest remaining first; 0 keeps the longest trials first however
+    #: far they got (depth first: fewest restarts); 2 and above put fresh trials before
+    #: partly run ones (breadth first). The app's own choice, declared honestly: it is the
+    #: order a uniform misstatement of work would otherwise buy (docs/knowledge.md).
+    progress_weight: float = 1.0
 
     @property
     def tenant(self) -> str:

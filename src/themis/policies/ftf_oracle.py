@@ -21,6 +21,7 @@ differs from Gavel and from Themis.
 
 from __future__ import annotations
 
+from themis.agent.app_scheduler import order_measure
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
@@ -186,7 +187,8 @@ def _queue(app: AppState, renewable: list[JobState], now: float) -> list[JobStat
     """The app scheduler's order (as Themis's agent walks it): jobs whose grant ends now,
     longest remaining first, so that they continue on their own GPUs; then waiting jobs,
     longest remaining first."""
-    renew = sorted(renewable, key=lambda j: -j.remaining_at(now))
+    left = order_measure(app)
+    renew = sorted(renewable, key=lambda j: -left(j, now))
     return renew + app.idle_jobs()
 
 

@@ -21,6 +21,8 @@ Format (``docs/runtime.md`` has the long version)::
     checkpoint_every: 20            # optional: steps between periodic checkpoints
     ranks: gpu                      # optional: one process per GPU of the gang (gpu,
                                     # the default) or per machine (node)
+    progress_weight: 1              # optional: the sweep's own trial order; 0 runs its
+                                    # first trials to the end first (fewest restarts)
     seed: 0                         # optional: seed of the search-space draws
     workdir: .                      # optional: where the module lives (default: the
                                     # file's folder)
@@ -69,6 +71,7 @@ _FIELDS = frozenset(
         "placement",
         "checkpoint_every",
         "ranks",
+        "progress_weight",
         "seed",
         "workdir",
     }
@@ -76,6 +79,8 @@ _FIELDS = frozenset(
 _DISTRIBUTIONS = ("uniform", "loguniform", "randint")
 #: How a gang's processes are laid out: one per GPU (as torchrun does), or one per machine.
 RANKS = ("gpu", "node")
+#: Largest ``progress_weight``: beyond a few, every weight gives the same order.
+MAX_PROGRESS_WEIGHT = 100.0
 #: Largest app file accepted: real ones are a few hundred bytes.
 MAX_APP_BYTES = 64 * 1024
 #: Deepest nesting of YAML collections accepted (real files use 3).
@@ -140,6 +145,9 @@ class AppFile:
     seed: int
     workdir: str  # absolute
     ranks: str = "gpu"  # one process (rank) per GPU of the gang, or per machine ("node")
+    #: The app's own trial order (``AppSpec.progress_weight``): 0 runs the first trials to
+    #: the end before the others start (fewest restarts); above 0, least made first.
+    progress_weight: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved app, as stored: configs drawn, workdir absolute."""
@@ -158,6 +166,7 @@ class AppFile:
             "seed": self.seed,
             "workdir": self.workdir,
             "ranks": self.ranks,
+            "progress_weight": self.progress_weight,
         }
 
     @classmethod
@@ -179,6 +188,7 @@ class AppFile:
             raw["seed"],
             raw["workdir"],
             raw.get("ranks", "gpu"),  # apps stored before the field: one rank per GPU
+            raw.get("progress_weight", 1.0),
         )
 
 
@@ -357,6 +367,11 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     ranks = f.get("ranks", "gpu")
     if ranks not in RANKS:
         raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
+    weight = f.get("progress_weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise f.fail("progress_weight", f"must be a number, got {_short(weight)}")
+    if not (math.isfinite(weight) and 0.0 <= weight <= MAX_PROGRESS_WEIGHT):
+        raise f.fail("progress_weight", f"must be in [0, {MAX_PROGRESS_WEIGHT:g}], got {weight}")
     workdir_raw = f.get("workdir", ".")
     if not isinstance(workdir_raw, str):
         raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
@@ -378,6 +393,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
         seed,
         str(workdir),
         ranks,
+        float(weight),
     )
 
 

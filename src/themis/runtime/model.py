@@ -25,4 +25,4 @@ def app_spec(app: AppFile, arrival: float) -> AppSpec:
     jobs = tuple(
         JobSpec(trial_id_of(i), app.gpus_per_trial, float(app.steps)) for i in range(app.trials)
     )
-    return AppSpec(app.name, arrival, app.name, jobs)
+    return AppSpec(app.name, arrival, app.name, jobs, progress_weight=app.progress_weight)

@@ -279,5 +279,14 @@ def _native_apps(
         tpi = profiles[model].time_per_iteration
         specs = tuple(JobSpec(j.job_id, j.gpus, j.work(tpi), j.line) for j in app.jobs)
         arrival = app.arrival if mode is ArrivalMode.TRACE else k * app_interval
-        apps.append(AppSpec(app.app_id, float(arrival), model, specs, owner=app.owner))
+        apps.append(
+            AppSpec(
+                app.app_id,
+                float(arrival),
+                model,
+                specs,
+                owner=app.owner,
+                progress_weight=app.progress_weight,
+            )
+        )
     return apps, resolver

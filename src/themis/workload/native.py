@@ -76,6 +76,7 @@ class NativeApp:
     index: int
     model_line: int
     owner: str | None = None
+    progress_weight: float = 1.0
 
 
 @dataclass
@@ -197,7 +198,7 @@ class _Reader:
     def _add_app(self, index: int, raw: Any, line: int, extra: Any) -> None:
         where = f"apps[{index}]"
         try:
-            app_id, arrival, model, jobs, owner = check_app(raw)
+            app_id, arrival, model, jobs, owner, weight = check_app(raw)
         except Problem as problem:
             lines = self._lines(extra, line)
             at = self._line_of(lines, problem.path, line)
@@ -222,7 +223,9 @@ class _Reader:
             self.job_ids[job_id] = job_line
             specs.append(NativeJob(job_id, gpus, iterations, duration, job_line))
         model_line = lines.get("model", line)
-        self.apps.append(NativeApp(app_id, arrival, model, specs, line, index, model_line, owner))
+        self.apps.append(
+            NativeApp(app_id, arrival, model, specs, line, index, model_line, owner, weight)
+        )
 
     def _profiles(self) -> tuple[dict[str, ModelProfile], dict[str, dict[str, float]]]:
         raw = self.header.get("profiles", {})

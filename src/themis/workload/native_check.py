@@ -14,7 +14,7 @@ import math
 from datetime import date, datetime
 from typing import Any
 
-_APP_KEYS = ("id", "arrival", "model", "owner", "jobs")
+_APP_KEYS = ("id", "arrival", "model", "owner", "progress_weight", "jobs")
 _JOB_KEYS = ("id", "gpus", "iterations", "duration")
 
 
@@ -93,9 +93,9 @@ def check_job(job: Any, path: str) -> tuple[str, int, float | None, float | None
     return job_id, gpus, None, _number(job["duration"], _join(path, "duration"), 0.0)
 
 
-def check_app(app: Any) -> tuple[str, float, str | None, list[tuple], str | None]:
-    """(id, arrival, model or None, [job tuples], owner or None) of a valid app;
-    :class:`Problem` otherwise."""
+def check_app(app: Any) -> tuple[str, float, str | None, list[tuple], str | None, float]:
+    """(id, arrival, model or None, [job tuples], owner or None, progress weight) of a
+    valid app; :class:`Problem` otherwise."""
     _keys(app, "", _APP_KEYS, ("id", "arrival", "jobs"))
     app_id = _ident(app["id"], "id")
     arrival = _number(app["arrival"], "arrival", 0.0)
@@ -106,5 +106,8 @@ def check_app(app: Any) -> tuple[str, float, str | None, list[tuple], str | None
     if not isinstance(jobs, list) or not jobs:
         raise Problem("jobs", f"must be a non-empty list of jobs, got {_show(jobs)}")
     owner = _ident(app["owner"], "owner") if "owner" in app else None
+    weight = 1.0
+    if "progress_weight" in app:
+        weight = _number(app["progress_weight"], "progress_weight", 0.0)
     checked = [check_job(job, f"jobs[{k}]") for k, job in enumerate(jobs)]
-    return app_id, arrival, model, checked, owner
+    return app_id, arrival, model, checked, owner, weight

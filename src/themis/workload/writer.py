@@ -109,6 +109,8 @@ def _write_json(workload: Workload, out: TextIO, notes: Mapping[str, Any]) -> No
         out.write(f'"model": {_json_value(app.model)}, ')
         if app.owner is not None:
             out.write(f'"owner": {_json_value(app.owner)}, ')
+        if app.progress_weight != 1.0:
+            out.write(f'"progress_weight": {_float(app.progress_weight)}, ')
         out.write('"jobs": [')
         for j, job in enumerate(app.jobs):
             out.write(("," if j else "") + "\n      ")
@@ -135,6 +137,8 @@ def _write_yaml(workload: Workload, out: TextIO, notes: Mapping[str, Any]) -> No
         out.write(f"    model: {_yaml_str(app.model)}\n")
         if app.owner is not None:
             out.write(f"    owner: {_yaml_str(app.owner)}\n")
+        if app.progress_weight != 1.0:
+            out.write(f"    progress_weight: {_float(app.progress_weight)}\n")
         out.write("    jobs:\n")
         for job in app.jobs:
             out.write(
