@@ -14,7 +14,7 @@ with exactly the GPUs ``Packer`` would return on the same free set
 
 A policy may ``take`` from the pool during its round (as from a ``Packer`` built on the
 free GPUs), or draft other changes (``draft_add``, ``draft_remove``); the simulator then
-``restore``s the pool before applying the round.
+``settle``s the pool on the round's outcome (or ``restore``s it, if the round is refused).
 """
 
 from __future__ import annotations
@@ -126,6 +126,36 @@ class FreePool(AbstractSet[int]):
             else:
                 self.remove(~g)
         self.taken.clear()
+
+    def settle(self, freed: Iterable[int], taken: Iterable[int]) -> None:
+        """Become the free set as it was before this round's drafts, plus ``freed``, minus
+        ``taken`` (a round's outcome: the GPUs of the jobs that stopped, those of the jobs
+        that started), touching only the GPUs that differ from the drafted pool.
+
+        What ``restore`` and then a ``remove``/``add`` per GPU would leave, without undoing
+        the drafts only to redo them: a policy that carved the round from the pool (as
+        Gandiva does with every GPU it rotates) has usually drafted the outcome already.
+        The pool's structures are a function of the free set alone, so the result is the
+        same whatever the order of the changes.
+        """
+        target: dict[int, bool] = {}  # GPU -> whether it must end up free
+        for g in self.taken:  # oldest first: a GPU's first draft tells how it was before
+            if g >= 0:
+                target.setdefault(g, True)  # drafted out: it was free
+            else:
+                target.setdefault(~g, False)  # drafted in: it was not
+        self.taken.clear()
+        for g in freed:
+            target[g] = True
+        for g in taken:
+            target[g] = False
+        free = self.free
+        for g, want in target.items():
+            if want:
+                if g not in free:
+                    self.add(g)
+            elif g in free:
+                self.remove(g)
 
     def peek(self, gang: int) -> tuple[int, ...] | None:
         if gang <= 0 or len(self.free) < gang:
