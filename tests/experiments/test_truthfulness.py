@@ -172,22 +172,24 @@ def test_a_gain_over_contexts_is_one_minus_the_ratio_of_mean_completions() -> No
         lies.outcome_over(policy, 0, case, honest, lying[:2])
 
 
+def _liar_row(seed: int, lie: str, liar: str, lying: float) -> lies.LieOutcome:
+    """A liar whose honest completion is 120 s, at ``lying`` s with ``lie``."""
+    return lies.LieOutcome("themis", seed, lie, liar, 120.0, lying, 50.0, 50.0)
+
+
 def test_report_shares_compare_each_work_liar_with_its_own_trial_order() -> None:
     """A work:0.5 liar at 90 s whose order:0.5 run took 90 s bought nothing with the
     report (0%); one at 80 s against 100 s bought 20%. Work lies without an order run,
     and order runs of other liars or seeds, are left out."""
 
-    def row(seed: int, lie: str, liar: str, lying: float) -> lies.LieOutcome:
-        return lies.LieOutcome("themis", seed, lie, liar, 120.0, lying, 50.0, 50.0)
-
     rows = [
-        row(1, "work:0.5", "a", 90.0),
-        row(1, "order:0.5", "a", 90.0),
-        row(2, "work:0.5", "b", 80.0),
-        row(2, "order:0.5", "b", 100.0),
-        row(3, "work:0.5", "c", 10.0),  # no order run for it
-        row(3, "order:0.5", "d", 10.0),
-        row(1, "work:2", "a", 130.0),  # no order:2 run
+        _liar_row(1, "work:0.5", "a", 90.0),
+        _liar_row(1, "order:0.5", "a", 90.0),
+        _liar_row(2, "work:0.5", "b", 80.0),
+        _liar_row(2, "order:0.5", "b", 100.0),
+        _liar_row(3, "work:0.5", "c", 10.0),  # no order run for it
+        _liar_row(3, "order:0.5", "d", 10.0),
+        _liar_row(1, "work:2", "a", 130.0),  # no order:2 run
     ]
     (share,) = lies.report_shares(rows)
     assert (share.policy, share.lie, share.cases, share.paid) == ("themis", "work:0.5", 2, 1)
@@ -203,15 +205,12 @@ def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
     split at 95 s beats the best truthful run (100 s) by 5%, a work:0.5 lie at 100 s buys
     nothing beyond it. Liar b has no order run and is left out; order rows are not lies."""
 
-    def row(seed: int, lie: str, liar: str, lying: float) -> lies.LieOutcome:
-        return lies.LieOutcome("themis", seed, lie, liar, 120.0, lying, 50.0, 50.0)
-
     rows = [
-        row(1, "order:0.5", "a", 100.0),
-        row(1, "order:2", "a", 130.0),
-        row(1, "split:2", "a", 95.0),
-        row(1, "work:0.5", "a", 100.0),
-        row(2, "split:2", "b", 10.0),
+        _liar_row(1, "order:0.5", "a", 100.0),
+        _liar_row(1, "order:2", "a", 130.0),
+        _liar_row(1, "split:2", "a", 95.0),
+        _liar_row(1, "work:0.5", "a", 100.0),
+        _liar_row(2, "split:2", "b", 10.0),
     ]
     found = {s.lie: s for s in lies.over_best_honest(rows)}
     assert set(found) == {"split:2", "work:0.5"}
@@ -220,7 +219,7 @@ def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
     assert split.best_gain == pytest.approx(0.05)
     assert (found["work:0.5"].best_gain, found["work:0.5"].paid) == (0.0, 0)
     # Every order worse than the default: the default is the best truthful run.
-    worse = [row(3, "order:2", "c", 150.0), row(3, "gang:0.5", "c", 108.0)]
+    worse = [_liar_row(3, "order:2", "c", 150.0), _liar_row(3, "gang:0.5", "c", 108.0)]
     (gang,) = lies.over_best_honest(worse)
     assert gang.best_gain == pytest.approx(0.1)
     table = lies.report_share_markdown([gang], "lie pays")

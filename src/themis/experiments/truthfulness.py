@@ -485,18 +485,24 @@ def report_shares(rows: Sequence[LieOutcome]) -> list[ReportShare]:
         match = ordered.get((o.policy, o.seed, o.liar, f"order:{value}"))
         if kind != "work" or match is None:
             continue
-        gain = 1.0 - o.liar_lying_s / match.liar_lying_s
-        who = f"{o.seed} {o.liar}" if o.seed is not None else o.liar
-        groups.setdefault((o.policy, o.lie), []).append((gain, who))
+        groups.setdefault((o.policy, o.lie), []).append(
+            (1.0 - o.liar_lying_s / match.liar_lying_s, _who(o))
+        )
+    return _shares(groups)
+
+
+def _who(o: LieOutcome) -> str:
+    return f"{o.seed} {o.liar}" if o.seed is not None else o.liar
+
+
+def _shares(groups: dict[tuple[str, str], list[tuple[float, str]]]) -> list[ReportShare]:
+    """Each (policy, lie)'s gains (with who gained) as a ``ReportShare``."""
     out = []
     for (policy, lie), cases in groups.items():
         gains = [g for g, _ in cases]
         best, who = max(cases)
-        out.append(
-            ReportShare(
-                policy, lie, len(gains), sum(1 for g in gains if g > PAYS), median(gains), best, who
-            )
-        )
+        paid = sum(1 for g in gains if g > PAYS)
+        out.append(ReportShare(policy, lie, len(gains), paid, median(gains), best, who))
     return out
 
 
@@ -517,18 +523,8 @@ def over_best_honest(rows: Sequence[LieOutcome]) -> list[ReportShare]:
         honest = best.get((o.policy, o.seed, o.liar))
         if o.lie.startswith("order:") or honest is None:
             continue
-        who = f"{o.seed} {o.liar}" if o.seed is not None else o.liar
-        groups.setdefault((o.policy, o.lie), []).append((1.0 - o.liar_lying_s / honest, who))
-    out = []
-    for (policy, lie), cases in groups.items():
-        gains = [g for g, _ in cases]
-        top, who = max(cases)
-        out.append(
-            ReportShare(
-                policy, lie, len(gains), sum(1 for g in gains if g > PAYS), median(gains), top, who
-            )
-        )
-    return out
+        groups.setdefault((o.policy, o.lie), []).append((1.0 - o.liar_lying_s / honest, _who(o)))
+    return _shares(groups)
 
 
 def report_share_markdown(shares: Sequence[ReportShare], paid: str = "report pays") -> str:
