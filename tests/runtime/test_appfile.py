@@ -113,7 +113,9 @@ def test_the_progress_weight_reaches_the_apps_trial_order(tmp_path: Path) -> Non
         (("loguniform: [0.0001, 0.01]", "uniform: [2, 1]"), "search_space.wd", "low < high"),
         (("gpus_per_trial: 2", "gpus_per_trial: 2\ncolour: red"), "colour", "unknown field"),
         (("gpus_per_trial: 2", "gpus_per_trial: 2\nranks: machine"), "ranks", "gpu, node"),
-        (("steps: 100", "steps: 100\nprogress_weight: -1"), "progress_weight", "[0, 100]"),
+        (("steps: 100", "steps: 100\nprogress_weight: -1"), "progress_weight", "at least 0"),
+        (("steps: 100", "steps: 100\nprogress_weight: 101"), "progress_weight", "at most 100"),
+        (("steps: 100", "steps: 100\nprogress_weight: .inf"), "progress_weight", "finite"),
         (("steps: 100", "steps: 100\nprogress_weight: x"), "progress_weight", "a number"),
     ],
 )

@@ -221,16 +221,22 @@ class _Fields:
         return value
 
     def number(
-        self, key: str, default: Any = ..., minimum: float = 0.0, maximum: float = 1.0
+        self,
+        key: str,
+        default: Any = ...,
+        minimum: float = 0.0,
+        maximum: float = 1.0,
+        positive: bool = True,
     ) -> float:
-        """A finite number in ``[minimum, maximum]`` and above 0."""
+        """A finite number in ``[minimum, maximum]``, and above 0 if ``positive``."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(key, f"must be a number, got {_short(value)}")
         if isinstance(value, int) and value > maximum:
             raise self.fail(key, f"must be at most {maximum:g}, got {_short(value)}")
-        if not math.isfinite(value) or value <= 0:
-            raise self.fail(key, f"must be a finite number > 0, got {value}")
+        if not math.isfinite(value) or (positive and value <= 0):
+            above = " > 0" if positive else ""
+            raise self.fail(key, f"must be a finite number{above}, got {value}")
         if value < minimum:
             raise self.fail(key, f"must be at least {minimum:g}, got {value:g}")
         if value > maximum:
@@ -367,11 +373,9 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     ranks = f.get("ranks", "gpu")
     if ranks not in RANKS:
         raise f.fail("ranks", f"one of {', '.join(RANKS)}, got {ranks!r}")
-    weight = f.get("progress_weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise f.fail("progress_weight", f"must be a number, got {_short(weight)}")
-    if not (math.isfinite(weight) and 0.0 <= weight <= MAX_PROGRESS_WEIGHT):
-        raise f.fail("progress_weight", f"must be in [0, {MAX_PROGRESS_WEIGHT:g}], got {weight}")
+    weight = f.number(
+        "progress_weight", 1.0, minimum=0.0, maximum=MAX_PROGRESS_WEIGHT, positive=False
+    )
     workdir_raw = f.get("workdir", ".")
     if not isinstance(workdir_raw, str):
         raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
@@ -393,7 +397,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
         seed,
         str(workdir),
         ranks,
-        float(weight),
+        weight,
     )
 
 
