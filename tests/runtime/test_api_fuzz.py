@@ -116,6 +116,10 @@ _APP_TEXTS = st.one_of(
             "steps: 1\nsteps: 2\n",
             "name: y\nentrypoint: m:f\ntrials: 1\ngpus_per_trial: 1\nsteps: 1\n"
             "step_time: 5.0e-324\n",
+            "name: z\nentrypoint: m:f\ntrials: 2\ngpus_per_trial: 1\nsteps: 1\n"
+            "step_time: 1\nprogress_weight: .nan\n",
+            "name: w\nentrypoint: m:f\ntrials: 2\ngpus_per_trial: 1\nsteps: 1\n"
+            "step_time: 1\nprogress_weight: 1.0e308\n",
             "[" * 100,
         ]
     ),
