@@ -222,5 +222,11 @@ def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
     worse = [_liar_row(3, "order:2", "c", 150.0), _liar_row(3, "gang:0.5", "c", 108.0)]
     (gang,) = lies.over_best_honest(worse)
     assert gang.best_gain == pytest.approx(0.1)
+    # A declared weight is a truthful strategy too: weight:0 at 90 s makes the split at
+    # 95 s a loss, and weight rows are not lies.
+    depth = [*rows, _liar_row(1, "weight:0", "a", 90.0)]
+    found = {s.lie: s for s in lies.over_best_honest(depth)}
+    assert set(found) == {"split:2", "work:0.5"}
+    assert found["split:2"].best_gain == pytest.approx(1 - 95 / 90)
     table = lies.report_share_markdown([gang], "lie pays")
     assert "lie pays (> 1%)" in table and "| themis | gang:0.5 | 1 | 1 | +10.0% |" in table

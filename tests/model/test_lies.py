@@ -40,6 +40,7 @@ def test_parse_reads_every_kind_and_the_old_form() -> None:
     assert parse_lie("a=placement:flat") == Lie("a", "placement", "flat")
     assert parse_lie("a=split:3").text == "split:3"
     assert parse_lie("a=order:0.5") == Lie("a", "order", 0.5)
+    assert parse_lie("a=weight:0") == Lie("a", "weight", 0.0)
     assert [x.kind for x in parse_lies(["a=2", "a=gang:0.5", "b=ask:2"])] == [
         "work",
         "gang",
@@ -58,6 +59,11 @@ def test_parse_reads_every_kind_and_the_old_form() -> None:
         ("a=gang:1", "the truth"),
         ("a=order:1", "the truth"),
         ("a=order:0", "> 0"),
+        ("a=weight:-1", ">= 0"),
+        ("a=weight:nan", ">= 0"),
+        ("a=weight:inf", ">= 0"),
+        ("a=weight:1", "default order"),
+        ("a=weight:flat", "not a number"),
         ("a=split:1", "integer >= 2"),
         ("a=placement:2", "flat or sensitive"),
     ],
@@ -185,3 +191,44 @@ def test_an_order_strategy_changes_the_liars_trial_order_and_no_declaration() ->
         conditions=Conditions(orders=told.orders),
     )
     assert {a.app_id: a.order_factor for a in parts.apps} == {"a~1": 0.5, "a~2": 0.5, "b": 1.0}
+
+
+def test_a_weight_strategy_is_written_into_the_submission_and_matches_order() -> None:
+    """``weight:W`` declares ``progress_weight`` ``W`` in the submitted app (nothing else
+    changes, no other app is touched); ``weight:2`` schedules exactly as ``order:0.5``
+    (the same order, told to the app's scheduler), and ``weight:0`` runs the first trial
+    to its end before the next starts."""
+    w = Workload((app("a", [1, 1, 1], 100.0), app("b", [1], 50.0, arrival=5.0)), {"vgg": VGG})
+    submitted = apply_lies(w, parse_lies(["a=weight:2"]), 8).workload
+    a, b = submitted.apps
+    assert a.progress_weight == 2.0 and b is w.apps[1]
+    assert a.jobs == w.apps[0].jobs and a.arrival == w.apps[0].arrival
+    assert declarations(parse_lies(["a=weight:2"])) == declarations(())
+    cluster = Cluster.from_spec("1x1x2")
+    options = PolicyOptions(lease=40.0)
+
+    def schedule(workload: Workload, conditions: Conditions | None = None) -> list:
+        result = simulate(
+            workload, cluster, make_policy("themis", options), conditions=conditions or Conditions()
+        )
+        return [(i.start, i.end, i.job_id, i.gpus) for i in result.intervals]
+
+    ordered = schedule(w, Conditions(orders=(("a", 0.5),)))
+    assert schedule(submitted) == ordered
+    # Trials of 100, 90 and 80 s beside b on 2 GPUs, 40 s leases: by default the fresh
+    # 80 s trial (most left) takes a GPU at the first lease end; depth first, it waits for
+    # a trial to end (a0 at 100 s), and a1, paused for b, resumes before it.
+    sweep = AppSpec(
+        "a", 0.0, "vgg", tuple(JobSpec(f"a{k}", 1, t) for k, t in enumerate((100.0, 90.0, 80.0)))
+    )
+    alone = Workload((sweep, w.apps[1]), {"vgg": VGG})
+    depth = apply_lies(alone, parse_lies(["a=weight:0"]), 8).workload
+    assert depth.apps[0].progress_weight == 0.0
+
+    def first_start(runs: list, job_id: str) -> float:
+        return min(start for start, _, job, _ in runs if job == job_id)
+
+    assert first_start(schedule(alone), "a2") == 40.0
+    runs = schedule(depth)
+    assert first_start(runs, "a2") == 100.0
+    assert (90.0, 140.0, "a1", (0,)) in runs

@@ -166,8 +166,9 @@ TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
     show_default=True,
     metavar="LIE,...",
     help="Lies told, each in a run of its own: work:F, placement:flat|sensitive, gang:F, "
-    "ask:F, split:K, stagger:S, order:F (see --misreport of simulate), or pair:LIE (the "
-    "liar and the app arriving next tell it together).",
+    "ask:F, split:K, stagger:S, order:F, weight:W (the last two are truthful strategies; "
+    "see --misreport of simulate), or pair:LIE (the liar and the app arriving next tell it "
+    "together).",
 )
 @click.option(
     "--contexts",
@@ -308,7 +309,8 @@ def truthfulness(
     if beyond:
         summary += (
             "\nEach lie against the liar's best truthful run measured (the default order, "
-            "or order:F = progress_weight 1/F, which it could declare; "
+            "order:F = progress_weight 1/F or weight:W = progress_weight W, which it could "
+            "declare; "
             "1 - lying / best truthful):\n\n" + beyond
         )
     path = out / "truthfulness.md"

@@ -358,7 +358,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "same iterations), ask:F (asks for F times the GPUs, runs no faster), split:K "
             "(submits itself as K apps), stagger:S (split:2, the second part S seconds later), "
             "order:F (no lie: orders its own trials as work:F would, as progress_weight 1/F "
-            "in the app file does; declares the truth). "
+            "in the app file does; declares the truth), weight:W (no lie: declares "
+            "progress_weight W >= 0, 0 running its first trials to the end). "
             "Repeatable "
             "(coalitions; docs/knowledge.md).",
         ),

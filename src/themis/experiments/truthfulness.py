@@ -37,6 +37,7 @@ from themis.experiments.runner import RunRequest
 from themis.model.lies import (
     PAIR,
     PARTING_KINDS,
+    TRUTHFUL_KINDS,
     Lie,
     apply_lies,
     check_lie,
@@ -507,24 +508,29 @@ def _shares(groups: dict[tuple[str, str], list[tuple[float, str]]]) -> list[Repo
 
 
 def over_best_honest(rows: Sequence[LieOutcome]) -> list[ReportShare]:
-    """Per (policy, lie) other than ``order:F``, for the liars whose honest trial orders
-    were measured (``order:F`` rows of the same seed and liar): the liar's completion
-    lying over its best completion declaring the truth, with the default order or any
-    measured ``order:F`` (``progress_weight`` ``1/F``, which an honest app can declare).
-    Strategy-proofness asks exactly this: that no lie beats the best truthful strategy;
-    a lie that only buys an order the app could have declared does not."""
+    """Per (policy, lie) other than a truthful strategy (``order:F``, ``weight:W``), for
+    the liars whose truthful strategies were measured (rows of the same seed and liar):
+    the liar's completion lying over its best completion declaring the truth, with the
+    default order or any measured order (``progress_weight``, which an honest app can
+    declare). Strategy-proofness asks exactly this: that no lie beats the best truthful
+    strategy; a lie that only buys an order the app could have declared does not."""
     best: dict[tuple[str, int | None, str], float] = {}
     for o in rows:
-        if o.lie.startswith("order:"):
+        if _truthful(o.lie):
             key = (o.policy, o.seed, o.liar)
             best[key] = min(best.get(key, o.liar_honest_s), o.liar_lying_s)
     groups: dict[tuple[str, str], list[tuple[float, str]]] = {}
     for o in rows:
         honest = best.get((o.policy, o.seed, o.liar))
-        if o.lie.startswith("order:") or honest is None:
+        if _truthful(o.lie) or honest is None:
             continue
         groups.setdefault((o.policy, o.lie), []).append((1.0 - o.liar_lying_s / honest, _who(o)))
     return _shares(groups)
+
+
+def _truthful(lie: str) -> bool:
+    """Whether ``lie`` (``KIND:VALUE``) is an honest app's own strategy, not a lie."""
+    return lie.partition(":")[0] in TRUTHFUL_KINDS
 
 
 def report_share_markdown(shares: Sequence[ReportShare], paid: str = "report pays") -> str:

@@ -25,6 +25,11 @@ kind of lie here is one a real tenant can tell without changing what its trainin
   an honest app declares with ``progress_weight`` ``1/F`` (``AppSpec``). Beside
   ``work:F`` it splits a lie's gain into what the app's trial order buys and what the
   false report buys from the arbiter (docs/knowledge.md).
+- ``weight:W`` is not a lie either: the app declares ``progress_weight`` ``W`` in its
+  submission (0 depth first, 1 the default, above 1 breadth first): the strategy an honest
+  app has, beside which the experiment measures every lie. ``order:F`` is ``weight:1/F``
+  told to the app's scheduler instead of written into the submission; ``weight`` also
+  reaches 0, which no ``order:F`` does.
 - ``stagger:S`` is ``split:2`` with the second part submitted ``S`` seconds after the first:
   a split that does not look like one submission (with ``split:K`` too, each part ``S``
   seconds after the one before). Its completion runs from the first part's arrival.
@@ -50,7 +55,10 @@ from themis.model.workload import AppSpec, Workload
 T = TypeVar("T")
 
 #: The kinds of lie, in the order the experiment lists them.
-LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger", "order")
+LIE_KINDS = ("work", "placement", "gang", "ask", "split", "stagger", "order", "weight")
+#: The kinds that are an honest app's own strategy, not a lie: the liar's best truthful run
+#: is the best of its honest run and these (``over_best_honest`` of the experiment).
+TRUTHFUL_KINDS = ("order", "weight")
 #: The kinds that submit an app as several apps (``app~1``...), complete with the last part.
 PARTING_KINDS = ("split", "stagger")
 #: Lie told by two apps together in ``themis experiment truthfulness`` (a coalition).
@@ -109,6 +117,14 @@ def check_lie(kind: str, value: float | str) -> None:
             raise ThemisError(
                 f"placement claims are {' or '.join(PLACEMENT_CLAIMS)}, got '{value}'", field=where
             )
+        return
+    if kind == "weight":
+        if isinstance(value, str) or not (math.isfinite(value) and value >= 0):
+            raise ThemisError(
+                f"weight: the progress_weight must be a number >= 0, got {value}", field=where
+            )
+        if value == 1.0:
+            raise ThemisError("weight:1 is the default order, not a strategy", field=where)
         return
     if isinstance(value, str) or not (math.isfinite(value) and value > 0):
         raise ThemisError(f"{kind}: the value must be a number > 0, got {value}", field=where)
@@ -184,8 +200,9 @@ class Submitted:
 
 
 def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submitted:
-    """The workload with every ``gang`` and ``split`` lie made (the others are
-    declarations, told to the simulator); lies about apps the workload lacks are errors."""
+    """The workload with every ``gang``, ``ask``, ``split``, ``stagger`` and ``weight``
+    made (the others are declarations, told to the simulator); lies about apps the workload
+    lacks are errors."""
     known = {a.app_id for a in workload.apps}
     for lie in lies:
         if lie.app_id not in known:
@@ -198,6 +215,8 @@ def apply_lies(workload: Workload, lies: Sequence[Lie], max_gang: int) -> Submit
     curves = dict(workload.curves)
     for app in workload.apps:
         told = {lie.kind: lie.value for lie in by_app.get(app.app_id, ())}
+        if "weight" in told:
+            app = replace(app, progress_weight=float(told["weight"]))
         if "gang" in told:
             app = resize_gangs(app, float(told["gang"]), max_gang)
         if "ask" in told:
