@@ -15,7 +15,7 @@ from tests.simulator.test_invariants import check_result, scenarios
 from themis.arbiter.round import Arbiter, renewed_count
 from themis.fairness.ftf import t_cluster
 from themis.model.cluster import Cluster
-from themis.policies import make_policy
+from themis.policies import PolicyOptions, make_policy
 from themis.simulator.engine import simulate
 
 
@@ -192,6 +192,43 @@ def test_the_option_reaches_the_arbiter_and_the_run_record() -> None:
     cluster = Cluster.from_spec("1x1x8")
     arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
     assert arbiter.renew_within_share is True
+    off = make_config(renew_within_share=False, restart_cost=30.0)
+    assert off.to_dict()["renew_within_share"] is False  # replays as asked
+
+
+@pytest.mark.parametrize(
+    ("asked", "restart_cost", "renews"),
+    [(None, 0.0, False), (None, 30.0, True), (False, 30.0, False), (True, 0.0, True)],
+)
+def test_by_default_apps_within_their_share_renew_only_when_restarts_cost_time(
+    asked: bool | None, restart_cost: float, renews: bool
+) -> None:
+    """The simulator tells the policy the run's restart cost; by default Themis renews
+    within the share exactly when a restart costs something, and an explicit choice
+    wins. The run says so: a 30 s restart cost starts jobs fewer times by default than
+    with the rule turned off, on a workload where the two schedules differ."""
+    cluster = Cluster.from_spec("1x1x8")
+    policy = make_policy("themis", PolicyOptions(renew_within_share=asked))
+    policy.set_restart_cost(restart_cost)
+    arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
+    assert arbiter.renew_within_share is renews
+
+
+def test_a_restart_cost_turns_the_renewal_on_in_a_whole_run() -> None:
+    from themis.experiments.workloads import generated_workload
+    from themis.simulator.engine import Conditions
+    from themis.workload import load_workload
+
+    cluster = Cluster.from_spec("1x2x4")
+    w = generated_workload("generate:jobs=120,load=1.5", cluster, load_workload().profiles, 5)
+    costly = Conditions(restart_cost=30.0)
+
+    def starts(asked: bool | None, conditions: Conditions) -> int:
+        policy = make_policy("themis", PolicyOptions(renew_within_share=asked))
+        return len(simulate(w, cluster, policy, conditions=conditions).intervals)
+
+    assert starts(None, costly) == starts(True, costly) < starts(False, costly)
+    assert starts(None, Conditions()) == starts(False, Conditions()) != starts(True, Conditions())
 
 
 def test_a_lone_app_renewing_in_place_does_not_preempt_itself() -> None:

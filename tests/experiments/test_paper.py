@@ -159,6 +159,6 @@ def test_the_restart_cost_sweep_leaves_out_gandiva_which_refuses_long_resumes() 
     # Every run the plan makes is one gandiva accepts.
     for request in p.requests:
         if request.policy == "gandiva":
-            make_policy("gandiva", request.options).check_restart_cost(
+            make_policy("gandiva", request.options).set_restart_cost(
                 request.conditions.restart_cost
             )

@@ -69,8 +69,9 @@ class RunConfig:
     ranking: str = PolicyOptions.ranking
     #: Themis: the worst-off share of wanting apps whose ending leases are renewed in place.
     renewal_share: float = PolicyOptions.renewal_share
-    #: Themis: apps within their fair share keep their ending leases.
-    renew_within_share: bool = PolicyOptions.renew_within_share
+    #: Themis: apps within their fair share keep their ending leases (None: when
+    #: restarts cost time).
+    renew_within_share: bool | None = PolicyOptions.renew_within_share
     #: Themis: how bids value bundles ("paper" or "remaining").
     valuation: str = PolicyOptions.valuation
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
@@ -146,9 +147,9 @@ class RunConfig:
         out["lease_align_s"] = self.lease_align_s
         out["ranking"] = self.ranking
         out["renewal_share"] = self.renewal_share
-        if self.renew_within_share:
+        if self.renew_within_share is not None:
             # Only when set: runs without it keep the summaries they had.
-            out["renew_within_share"] = True
+            out["renew_within_share"] = self.renew_within_share
         if self.valuation != PolicyOptions.valuation:
             # Only when set: runs with the paper's valuation keep the summaries they had.
             out["valuation"] = self.valuation
@@ -292,10 +293,11 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--renew-within-share/--no-renew-within-share",
             default=PolicyOptions.renew_within_share,
-            show_default=True,
+            show_default="on when --restart-cost > 0",
             help="Themis: an app holding no more than its fair share (1/N of the "
             "cluster) keeps its ending leases, renewed in place: fewer restarts, at a "
-            "small cost in fairness on small gang-mix clusters (docs/knowledge.md).",
+            "small cost in fairness on small gang-mix clusters where restarts are free "
+            "(docs/knowledge.md).",
         ),
         click.option(
             "--valuation",
@@ -511,7 +513,7 @@ def make_config(
     lease_align: float = 0.0,
     ranking: str = PolicyOptions.ranking,
     renewal_share: float = PolicyOptions.renewal_share,
-    renew_within_share: bool = PolicyOptions.renew_within_share,
+    renew_within_share: bool | None = PolicyOptions.renew_within_share,
     valuation: str = PolicyOptions.valuation,
     gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,

@@ -173,9 +173,12 @@ class PolicyOptions:
     #: in the paper). The offered apps always keep theirs when it is > 0. docs/design.md.
     renewal_share: float = 0.0
     #: Themis: an app that holds no more than its fair share (1/N of the cluster, per
-    #: owner when apps have owners) keeps its ending leases, renewed in place. See
-    #: docs/knowledge.md, "Renewal within the fair share".
-    renew_within_share: bool = False
+    #: owner when apps have owners) keeps its ending leases, renewed in place. None: on
+    #: when a restart costs time (the run's restart cost, told through
+    #: ``Policy.set_restart_cost``, is above 0), where handing GPUs round buys a restart
+    #: each way; off where restarts are free. See docs/knowledge.md, "Renewal within the
+    #: fair share".
+    renew_within_share: bool | None = None
     #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
     #: bundle, elapsed time included) or "remaining" (the app's remaining time with
     #: nothing over its remaining time with the bundle). See docs/knowledge.md.
@@ -232,9 +235,11 @@ class Policy(ABC):
             },
         )
 
-    def check_restart_cost(self, restart_cost: float) -> None:
-        """Refuse a restart cost (seconds per start) under which this policy could not make
-        progress, before a run that would never end; every cost is fine by default."""
+    def set_restart_cost(self, restart_cost: float) -> None:
+        """The run's restart cost (seconds of no progress per start), told before the run:
+        a policy refuses one under which it could not make progress, before a run that
+        would never end (Gandiva), or adapts to it (Themis); the default ignores it. A
+        platform knows this cost (its checkpoint and reload time), so a policy may read it."""
         return None
 
     def report(self) -> dict[str, float]:

@@ -72,7 +72,7 @@ class GandivaPolicy(Policy):
 
     incremental = True
 
-    def check_restart_cost(self, restart_cost: float) -> None:
+    def set_restart_cost(self, restart_cost: float) -> None:
         # Every turn of a time-sliced job is a resume: a resume that takes the whole slice
         # leaves the job no time to run, and with more jobs than GPUs the run never drains
         # (measured: at 120 s with 60 s slices the bundled trace's clock passed a year).

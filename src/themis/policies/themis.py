@@ -19,6 +19,18 @@ class ThemisPolicy(Policy):
         super().__init__(options)
         self._arbiter: Arbiter | None = None
         self._order: object = None  # the books of the run the arbiter serves
+        self._restart_cost = 0.0
+
+    def set_restart_cost(self, restart_cost: float) -> None:
+        if restart_cost != self._restart_cost:
+            self._arbiter = None  # its renewal rule may follow the cost
+        self._restart_cost = restart_cost
+
+    @property
+    def renews_within_share(self) -> bool:
+        """``renew_within_share`` as set, or by default whether restarts cost time."""
+        chosen = self.options.renew_within_share
+        return self._restart_cost > 0 if chosen is None else chosen
 
     #: A round changes only the grants that end and the GPUs that are free.
     incremental = True
@@ -47,7 +59,7 @@ class ThemisPolicy(Policy):
                 self.options.ranking,
                 self.options.renewal_share,
                 self.options.valuation,
-                self.options.renew_within_share,
+                self.renews_within_share,
             )
         return self._arbiter
 

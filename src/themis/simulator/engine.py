@@ -170,7 +170,7 @@ class Simulator:
     ) -> None:
         check_fits(workload, cluster)
         conditions.check()
-        policy.check_restart_cost(conditions.restart_cost)
+        policy.set_restart_cost(conditions.restart_cost)
         submitted = [a.app_id for a in workload.apps]
         # A lie told by an app that split itself holds for each of its parts.
         self._lies = by_submitted_app(conditions.misreport, submitted)
