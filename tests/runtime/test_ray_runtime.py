@@ -194,14 +194,19 @@ def test_killed_job_actor_restarts_from_its_checkpoint_and_reports_need_the_toke
     service.shutdown()
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(90)
 def test_job_ignoring_its_lease_is_killed_after_the_grace_period(cluster, tmp_path):
     store = Store(tmp_path / "state", init=True)
-    path = app_yaml(tmp_path, "stub", trials=1, steps=10, entrypoint="trainers:stubborn")
+    started_file = tmp_path / "stubborn.started"
+    space = {"quality": [1.0], "started": [str(started_file)]}
+    path = app_yaml(
+        tmp_path, "stub", trials=1, steps=10, entrypoint="trainers:stubborn", search_space=space
+    )
     service = make_service(store, tmp_path)
     submit(service, path)
-    drive(service, lambda: ("stub", "t000") in service.running, 20)
-    time.sleep(2.0)  # let the actor start its (endless) loop
+    # Cancel only once the actor runs its endless loop: on a loaded machine an actor can
+    # take seconds to start, and a cancel before that is not what this test is about.
+    drive(service, lambda: ("stub", "t000") in service.running and started_file.exists(), 30)
     cancel = service.commands.put(Command("cancel", "stub"))
     started = time.monotonic()
     drive(service, lambda: not service.draining and cancel.state == "done", 30)

@@ -39,7 +39,12 @@ def paced(trial: themis.Trial) -> None:
 
 
 def stubborn(trial: themis.Trial) -> None:
-    """Ignores its lease: never asks whether to go on."""
+    """Ignores its lease: never asks whether to go on. With ``started`` in its config, it
+    first creates that file, so a test knows the loop is running (not a guess by sleep)."""
+    marker = trial.config.get("started")
+    if marker:
+        with open(str(marker), "w") as f:
+            f.write(str(os.getpid()))
     while True:
         time.sleep(0.05)
 
