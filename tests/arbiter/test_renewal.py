@@ -205,8 +205,7 @@ def test_by_default_apps_within_their_share_renew_only_when_restarts_cost_time(
 ) -> None:
     """The simulator tells the policy the run's restart cost; by default Themis renews
     within the share exactly when a restart costs something, and an explicit choice
-    wins. The run says so: a 30 s restart cost starts jobs fewer times by default than
-    with the rule turned off, on a workload where the two schedules differ."""
+    wins."""
     cluster = Cluster.from_spec("1x1x8")
     policy = make_policy("themis", PolicyOptions(renew_within_share=asked))
     policy.set_restart_cost(restart_cost)
@@ -215,6 +214,9 @@ def test_by_default_apps_within_their_share_renew_only_when_restarts_cost_time(
 
 
 def test_a_restart_cost_turns_the_renewal_on_in_a_whole_run() -> None:
+    """The run says so: with a 30 s restart cost the default holds GPU sets as few times
+    as the rule turned on, fewer than with it off; without one, it schedules as off (on a
+    workload where the two schedules differ)."""
     from themis.experiments.workloads import generated_workload
     from themis.simulator.engine import Conditions
     from themis.workload import load_workload
@@ -223,12 +225,13 @@ def test_a_restart_cost_turns_the_renewal_on_in_a_whole_run() -> None:
     w = generated_workload("generate:jobs=120,load=1.5", cluster, load_workload().profiles, 5)
     costly = Conditions(restart_cost=30.0)
 
-    def starts(asked: bool | None, conditions: Conditions) -> int:
+    def holds(asked: bool | None, conditions: Conditions) -> int:
+        """How many times a job held a GPU set (one interval per hold)."""
         policy = make_policy("themis", PolicyOptions(renew_within_share=asked))
         return len(simulate(w, cluster, policy, conditions=conditions).intervals)
 
-    assert starts(None, costly) == starts(True, costly) < starts(False, costly)
-    assert starts(None, Conditions()) == starts(False, Conditions()) != starts(True, Conditions())
+    assert holds(None, costly) == holds(True, costly) < holds(False, costly)
+    assert holds(None, Conditions()) == holds(False, Conditions()) != holds(True, Conditions())
 
 
 def test_a_lone_app_renewing_in_place_does_not_preempt_itself() -> None:
