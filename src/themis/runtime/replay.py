@@ -6,7 +6,8 @@ arrival on the runtime's clock), and per trial the steps in its last checkpoint
 (``steps_done``) and the GPU-seconds it held (``attained``). From these:
 
 - **apps and arrivals**: every admitted app, arriving at its admission time minus the
-  first admission (so the workload starts at 0). Apps never admitted (still queued, or
+  first admission of an app kept (so the workload starts at 0 even when the first app
+  admitted ran nothing and is left out). Apps never admitted (still queued, or
   refused because no machine could hold their gang) ran nothing and are left out, counted
   in the workload's notes.
 - **gangs**: each trial's gang as recorded; its job id is ``app/trial``.
@@ -34,7 +35,7 @@ import json
 import math
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,6 @@ def convert(recorded: Recorded, unfinished: str = "budget", speed: str = "measur
     apps: list[AppSpec] = []
     profiles: dict[str, ModelProfile] = {}
     estimated = declared = 0
-    first = min((a.arrival for a in admitted if a.arrival is not None), default=0.0)
     for app in sorted(admitted, key=lambda a: (a.arrival, a.submitted_at, a.app_id)):
         assert app.arrival is not None
         trials = recorded.trials.get(app.app_id, ())
@@ -181,12 +181,14 @@ def convert(recorded: Recorded, unfinished: str = "budget", speed: str = "measur
         profiles[app.app_id] = ModelProfile(
             app.app_id, per_step, spec.cross_machine, spec.cross_rack
         )
-        apps.append(AppSpec(app.app_id, app.arrival - first, app.app_id, tuple(jobs)))
+        apps.append(AppSpec(app.app_id, app.arrival, app.app_id, tuple(jobs)))
     if not apps:
         what = "no app" if not recorded.apps else "no app that ran a step or has steps left"
         raise ThemisError(
             f"the state database holds {what}: nothing to replay", source=str(recorded.state_dir)
         )
+    first = apps[0].arrival  # the earliest app kept (they are in arrival order)
+    apps = [replace(a, arrival=a.arrival - first) for a in apps]
     source = f"replay of {recorded.state_dir}"
     workload = Workload(tuple(apps), profiles, source)
     return Conversion(workload, dict(excluded), estimated, declared)
