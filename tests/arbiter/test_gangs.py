@@ -228,3 +228,40 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     # then the slot: old arrived first but was granted a GPU at 0, so new.
     assert record.offered == ["g1", "g2", "new"]
     assert arbiter._first_gpu_wait([old]) is None
+
+
+
+# f's 4-GPU job (200 iterations on 4 GPUs: 50 s) and h's four long 1-GPU jobs fill the
+# 8-GPU machine at 0. At 10 the gang app g arrives (one 4-GPU job, 100 s), at 11-13 three
+# sweeps s0-s2 (four 1-GPU jobs of 100 s each). At 50 f finishes and frees GPUs 0-3.
+FREED_HALF_MACHINE = [
+    ("f", 0.0, [(4, 200.0)]),
+    ("h", 0.0, [(1, 200.0)] * 4),
+    ("g", 10.0, [(4, 400.0)]),
+] + [(f"s{k}", 11.0 + k, [(1, 100.0)] * 4) for k in range(3)]
+
+
+def _run_freed(gang_at_once: bool):
+    policy = make_policy("themis", PolicyOptions(lease=100.0, gang_at_once=gang_at_once))
+    result = simulate(workload(FREED_HALF_MACHINE), Cluster.from_spec("1x1x8"), policy, 0.0)
+    assert isinstance(policy, ThemisPolicy)
+    return policy, result
+
+
+def test_a_worst_off_app_holding_nothing_starts_a_fitting_gang_before_the_auction() -> None:
+    # At 50, g and the sweeps hold nothing; g has waited longest, for the same T_cluster
+    # (100 s) and the same work, so its starving rho is the highest: it is the worst off,
+    # and its gang fits the free half machine. With --gang-at-once it starts there at once,
+    # outside the auction, as a reservation made and fulfilled in one round would start it.
+    policy, result = _run_freed(True)
+    g_runs = [(i.start, i.gpus) for i in result.intervals if i.app_id == "g"]
+    assert g_runs[0] == (50.0, (0, 1, 2, 3))
+    assert policy.report()["gangs_started_at_once"] >= 1.0
+    # Without it (the default) the auction decides at 50: g bids beside s0 (the newcomer)
+    # and f's GPUs go to the sweeps (its proportional-fair choice, the hidden payment and
+    # the leftover); no reservation is made, since the gang fits; g starts on h's GPUs when
+    # their leases end at 100.
+    policy, result = _run_freed(False)
+    g_runs = [(i.start, i.gpus) for i in result.intervals if i.app_id == "g"]
+    assert g_runs[0] == (100.0, (4, 5, 6, 7))
+    assert policy.report()["gangs_started_at_once"] == 0.0

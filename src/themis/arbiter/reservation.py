@@ -45,6 +45,9 @@ class ReservationBook:
     made: int = 0
     fulfilled: int = 0
     expired: int = 0
+    #: Gangs of a worst-off app holding nothing started at once, their GPUs free already
+    #: (a reservation fulfilled in the round it would be made).
+    at_once: int = 0
     idle_gpu_seconds: float = 0.0
     #: (app_id, gang, made at, closed at, fulfilled) of every closed reservation.
     history: list[tuple[str, int, float, float, bool]] = field(default_factory=list)

@@ -72,6 +72,8 @@ class RunConfig:
     #: Themis: apps within their fair share keep their ending leases (None: when
     #: restarts cost time).
     renew_within_share: bool | None = PolicyOptions.renew_within_share
+    #: Themis: the worst-off app holding nothing starts a fitting gang before the auction.
+    gang_at_once: bool = PolicyOptions.gang_at_once
     #: Themis: how bids value bundles ("paper" or "remaining").
     valuation: str = PolicyOptions.valuation
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
@@ -100,6 +102,7 @@ class RunConfig:
             ranking=self.ranking,
             renewal_share=self.renewal_share,
             renew_within_share=self.renew_within_share,
+            gang_at_once=self.gang_at_once,
             valuation=self.valuation,
             gavel_resolve=self.gavel_resolve,
             tiresias_thresholds=self.tiresias_queues,
@@ -150,6 +153,9 @@ class RunConfig:
         if self.renew_within_share is not None:
             # Only when set: runs without it keep the summaries they had.
             out["renew_within_share"] = self.renew_within_share
+        if self.gang_at_once:
+            # Only when set: runs without it keep the summaries they had.
+            out["gang_at_once"] = True
         if self.valuation != PolicyOptions.valuation:
             # Only when set: runs with the paper's valuation keep the summaries they had.
             out["valuation"] = self.valuation
@@ -298,6 +304,15 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "cluster) keeps its ending leases, renewed in place: fewer restarts, at a "
             "small cost in fairness on small gang-mix clusters where restarts are free "
             "(docs/knowledge.md).",
+        ),
+        click.option(
+            "--gang-at-once/--no-gang-at-once",
+            default=PolicyOptions.gang_at_once,
+            show_default=True,
+            help="Themis: the worst-off app, holding no GPU, starts its next gang at once "
+            "when it fits the free GPUs on its best span (a reservation made and fulfilled "
+            "in one round) instead of bidding for them: big gangs no longer lose to the "
+            "same trials cut smaller (docs/gangs.md).",
         ),
         click.option(
             "--valuation",
@@ -514,6 +529,7 @@ def make_config(
     ranking: str = PolicyOptions.ranking,
     renewal_share: float = PolicyOptions.renewal_share,
     renew_within_share: bool | None = PolicyOptions.renew_within_share,
+    gang_at_once: bool = PolicyOptions.gang_at_once,
     valuation: str = PolicyOptions.valuation,
     gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
@@ -611,6 +627,7 @@ def make_config(
             ranking=ranking,
             renewal_share=renewal_share,
             renew_within_share=renew_within_share,
+            gang_at_once=gang_at_once,
             valuation=valuation,
             estimate_error=estimate_error,
             restart_cost_s=restart_cost,
@@ -640,6 +657,7 @@ def make_config(
         ranking=ranking,
         renewal_share=renewal_share,
         renew_within_share=renew_within_share,
+        gang_at_once=gang_at_once,
         valuation=valuation,
         estimate_error=estimate_error,
         restart_cost_s=restart_cost,

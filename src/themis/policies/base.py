@@ -179,6 +179,11 @@ class PolicyOptions:
     #: each way; off where restarts are free. See docs/knowledge.md, "Renewal within the
     #: fair share".
     renew_within_share: bool | None = None
+    #: Themis: the worst-off app, holding no GPU, starts its next gang before the auction
+    #: when it fits the free GPUs on its best span (a reservation made and fulfilled in one
+    #: round; ``Arbiter._at_once``). Off: such a gang bids in the auction, as in the paper.
+    #: See docs/gangs.md, section 2.
+    gang_at_once: bool = False
     #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
     #: bundle, elapsed time included) or "remaining" (the app's remaining time with
     #: nothing over its remaining time with the bundle). See docs/knowledge.md.

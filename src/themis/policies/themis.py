@@ -60,6 +60,7 @@ class ThemisPolicy(Policy):
                 self.options.renewal_share,
                 self.options.valuation,
                 self.renews_within_share,
+                self.options.gang_at_once,
             )
         return self._arbiter
 
@@ -71,6 +72,7 @@ class ThemisPolicy(Policy):
             "reservations": float(book.made),
             "reservations_fulfilled": float(book.fulfilled),
             "reservations_expired": float(book.expired),
+            "gangs_started_at_once": float(book.at_once),
             "reserved_idle_gpu_hours": book.idle_gpu_seconds / 3600.0,
             "auctions": float(self._arbiter.auctions),
             "auctions_limited": float(self._arbiter.auctions_limited),
