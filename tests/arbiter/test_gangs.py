@@ -230,7 +230,6 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     assert arbiter._first_gpu_wait([old]) is None
 
 
-
 # f's 4-GPU job (200 iterations on 4 GPUs: 50 s) and h's four long 1-GPU jobs fill the
 # 8-GPU machine at 0. At 10 the gang app g arrives (one 4-GPU job, 100 s), at 11-13 three
 # sweeps s0-s2 (four 1-GPU jobs of 100 s each). At 50 f finishes and frees GPUs 0-3.

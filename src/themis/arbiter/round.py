@@ -150,7 +150,7 @@ class Arbiter:
         #: Whether an app holding no more than its fair share keeps its ending leases.
         self.renew_within_share = renew_within_share
         #: Whether the worst-off app holding nothing starts a fitting gang before the
-        #: auction (``_at_once``).
+        #: auction (``_starts_at_once``).
         self.gang_at_once = gang_at_once
         #: How bids value bundles ("paper" or "remaining": ``Agent``).
         self.valuation = valuation
@@ -569,44 +569,47 @@ class Arbiter:
             worst = wanting[0]
             job = next_gang(worst)
             free = pool.difference(renewing) if renewing else pool
-            if job is not None:
-                gpus = self._at_once(view, worst, job.gang, free)
-                if gpus is not None:
-                    schedule[job] = Assignment(gpus, self.lease_end(now))
-                    planned.add(id(job))
-                    pool.difference_update(gpus)
+            if job is not None and not tenant_holds_gpus(view, worst):
+                fit = self._on_best_span(job.gang, free)
+                if fit is not None and self._starts_at_once(worst):
                     book.at_once += 1
-                    return set(), job
-            if (
-                job is not None
-                and not tenant_holds_gpus(view, worst)
-                and not self._placeable(job.gang, free)
-            ):
-                ready = ready_times(self.cluster, view.apps, pool, now)
-                target = choose_target(self.cluster, job.gang, ready, now)
-                if target:
-                    res = book.current = Reservation(
-                        worst.app_id, job.gang, target, now, now + self.reservation_bound
-                    )
-                    book.made += 1
+                    return set(), self._start(job, fit, schedule, planned, pool, now)
+                if fit is None:
+                    ready = ready_times(self.cluster, view.apps, pool, now)
+                    target = choose_target(self.cluster, job.gang, ready, now)
+                    if target:
+                        res = book.current = Reservation(
+                            worst.app_id, job.gang, target, now, now + self.reservation_bound
+                        )
+                        book.made += 1
         if res is None:
             return set(), None
         if pool.issuperset(res.target):
             app = next(a for a in view.apps if a.app_id == res.app_id)
             job = next(j for j in app.idle_jobs() if j.gang == res.gang)
-            schedule[job] = Assignment(res.target, self.lease_end(now))
-            planned.add(id(job))
-            pool.difference_update(res.target)
             book.close(now, fulfilled=True)
-            return set(), job
+            return set(), self._start(job, res.target, schedule, planned, pool, now)
         withheld = pool.intersection(res.target)
         book.withhold(withheld)
         return withheld, None
 
-    def _at_once(
-        self, view: SchedulingView, worst: AppState, gang: int, free: set[int]
-    ) -> tuple[int, ...] | None:
-        """The GPUs the worst-off app's next gang starts on before the auction, or None.
+    def _start(
+        self,
+        job: JobState,
+        gpus: tuple[int, ...],
+        schedule: Schedule,
+        planned: set[int],
+        pool: set[int],
+        now: float,
+    ) -> JobState:
+        """Start ``job`` on ``gpus`` of the pool outside the auction, with a normal lease."""
+        schedule[job] = Assignment(gpus, self.lease_end(now))
+        planned.add(id(job))
+        pool.difference_update(gpus)
+        return job
+
+    def _starts_at_once(self, worst: AppState) -> bool:
+        """Whether the worst-off app's gang that fits the pool starts before the auction.
 
         A reservation serves the worst-off app's gang that fits nowhere; a gang that fits
         went to the auction, which can give its pool away: its proportional-fair choice
@@ -615,13 +618,12 @@ class Arbiter:
         reservation to drain one, a lease each time, while the same trials cut into
         smaller gangs start in the holes at once (issue 19's ``gang:0.5``: +29.5% for a
         64-GPU VGG sweep). So the worst-off app, when it holds nothing (nor does its
-        tenant), starts its gang at once on free GPUs of its best span: the reservation
-        made and fulfilled in one round. An app holding GPUs bids as before, so the rule
-        grants no app a second gang outside the auction. Off by default
-        (``gang_at_once``): docs/knowledge.md has what it changes."""
-        if not self.gang_at_once or worst.held() or tenant_holds_gpus(view, worst):
-            return None
-        return self._on_best_span(gang, free)
+        tenant: the caller's check, as for reservations), starts its gang at once on free
+        GPUs of its best span: the reservation made and fulfilled in one round. An app
+        holding GPUs bids as before, so the rule grants no app a second gang outside the
+        auction. Off by default (``gang_at_once``): docs/knowledge.md has what it
+        changes."""
+        return self.gang_at_once and not worst.held()
 
     def _placeable(self, gang: int, pool: set[int]) -> bool:
         """Whether a gang can start on its best span with the GPUs of ``pool``."""

@@ -181,7 +181,7 @@ class PolicyOptions:
     renew_within_share: bool | None = None
     #: Themis: the worst-off app, holding no GPU, starts its next gang before the auction
     #: when it fits the free GPUs on its best span (a reservation made and fulfilled in one
-    #: round; ``Arbiter._at_once``). Off: such a gang bids in the auction, as in the paper.
+    #: round; ``Arbiter._starts_at_once``). Off: such a gang bids in the auction, as in the paper.
     #: See docs/gangs.md, section 2.
     gang_at_once: bool = False
     #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
