@@ -59,10 +59,11 @@ LONG_AND_SWEEP = Workload(
 )
 
 
-def split_b() -> tuple[float, float]:
+def split_b(gang_at_once: bool = False) -> tuple[float, float]:
     """B's completion honest and split into B~1 (B0, B2) and B~2 (B1), on 2 GPUs."""
-    # (the tiered ranking, which this case was computed under: a fresh part ranks first)
-    options = PolicyOptions(lease=100.0, ranking="verified-tiered")
+    # (the tiered ranking, which this case was computed under: a fresh part ranks first;
+    # and without --gang-at-once, whose start of the part holding nothing closes it too)
+    options = PolicyOptions(lease=100.0, ranking="verified-tiered", gang_at_once=gang_at_once)
     base = RunRequest("honest", "themis", LONG_AND_SWEEP, "1x1x2", options)
     case = lies.LieCase("split:2", ("B",))
     [honest] = run_many([base], workers=1)
@@ -83,6 +84,9 @@ def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
         assert split_b() == (700.0, 800.0)
         with mock.patch.object(arbiter_round, "rank_fresh_by_siblings", lambda *_: None):
             assert split_b() == (700.0, 700.0)  # the control: per app, the part went first
+            # with both rules off, --gang-at-once (the default) alone closes the case
+            honest, lying = split_b(gang_at_once=True)
+            assert lying >= honest
 
 
 def per_app_offer(ranked: list[AppState], fairness_knob: float) -> list[AppState]:

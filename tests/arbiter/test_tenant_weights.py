@@ -49,9 +49,12 @@ A_THEN_B = Workload(
 )
 
 
-def split_completions() -> tuple[dict[str, float], dict[str, float]]:
-    # (the tiered ranking, which this case was computed under: B's parts, fresh, rank first)
-    options = PolicyOptions(lease=100.0, fairness_knob=0.0, ranking="verified-tiered")
+def split_completions(gang_at_once: bool = False) -> tuple[dict[str, float], dict[str, float]]:
+    # (the tiered ranking, which this case was computed under: B's parts, fresh, rank
+    # first; and without --gang-at-once, which starts a part holding nothing at once)
+    options = PolicyOptions(
+        lease=100.0, fairness_knob=0.0, ranking="verified-tiered", gang_at_once=gang_at_once
+    )
     base = RunRequest("honest", "themis", A_THEN_B, "1x1x4", options)
     case = lies.LieCase("split:2", ("B",))
     [honest] = run_many([base], workers=1)
@@ -71,3 +74,6 @@ def test_splitting_into_two_bidders_no_longer_buys_a_second_share() -> None:
         honest, lying = split_completions()
     assert honest == {"A": 2700.0, "B": 1100.0}  # the control: unweighted, the split paid
     assert lying == {"A": 2800.0, "B": 1000.0}
+    # under the default --gang-at-once the split does not pay either
+    honest, lying = split_completions(gang_at_once=True)
+    assert lying["B"] >= honest["B"]

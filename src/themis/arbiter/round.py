@@ -119,7 +119,7 @@ class Arbiter:
         renewal_share: float = 0.0,
         valuation: str = "paper",
         renew_within_share: bool = False,
-        gang_at_once: bool = False,
+        gang_at_once: bool = True,
     ) -> None:
         if not 0.0 <= fairness_knob < 1.0:
             raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
@@ -621,7 +621,8 @@ class Arbiter:
         tenant: the caller's check, as for reservations), starts its gang at once on free
         GPUs of its best span: the reservation made and fulfilled in one round. An app
         holding GPUs bids as before, so the rule grants no app a second gang outside the
-        auction. Off by default (``gang_at_once``): docs/knowledge.md has what it
+        auction. On by default since issue 19's re-measurement (``gang_at_once``; off,
+        the paper's auction for it, as in 0.2.0): docs/knowledge.md has what it
         changes."""
         return self.gang_at_once and not worst.held()
 

@@ -181,9 +181,9 @@ class PolicyOptions:
     renew_within_share: bool | None = None
     #: Themis: the worst-off app, holding no GPU, starts its next gang before the auction
     #: when it fits the free GPUs on its best span (a reservation made and fulfilled in one
-    #: round; ``Arbiter._starts_at_once``). Off: such a gang bids in the auction, as in the paper.
-    #: See docs/gangs.md, section 2.
-    gang_at_once: bool = False
+    #: round; ``Arbiter._starts_at_once``). Off (the default of 0.2.0 and before): such a
+    #: gang bids in the auction, as in the paper. See docs/gangs.md, section 2.
+    gang_at_once: bool = True
     #: Themis: how a bid values a bundle: "paper" (rho with nothing over rho with the
     #: bundle, elapsed time included) or "remaining" (the app's remaining time with
     #: nothing over its remaining time with the bundle). See docs/knowledge.md.
