@@ -33,6 +33,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from fingerprints import registered_policies  # beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 GAVEL = ROOT / "tests" / "fixtures" / "gavel"
 
@@ -69,18 +71,6 @@ CELLS: dict[str, str] = {
 
 #: Ties within 2% count as lowest; above 1.25x the best fails the bar outright.
 TIE, CEILING = 1.02, 1.25
-
-
-def registered_policies() -> list[str]:
-    out = subprocess.run(
-        [sys.executable, "-m", "themis", "policies"], capture_output=True, text=True, check=True
-    ).stdout
-    names: list[str] = []
-    for line in out.splitlines():
-        word = line.split()[0] if line.split() else ""
-        if word and word[0].isalpha() and word.lower() == word and word not in names:
-            names.append(word)
-    return names
 
 
 def code_tag() -> str:

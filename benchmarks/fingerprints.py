@@ -36,7 +36,8 @@ WORKLOADS: dict[str, list[str]] = {
 }
 
 
-def _policies() -> list[str]:
+def registered_policies() -> list[str]:
+    """Every policy ``themis policies`` lists (the installed package's registry)."""
     out = subprocess.run(
         [sys.executable, "-m", "themis", "policies"], capture_output=True, text=True, check=True
     ).stdout
@@ -71,7 +72,7 @@ def main() -> int:
     group.add_argument("--save", type=Path, help="write the fingerprints as JSON")
     group.add_argument("--check", type=Path, help="compare with fingerprints saved before")
     args = parser.parse_args()
-    policies = args.policies.split(",") if args.policies else _policies()
+    policies = args.policies.split(",") if args.policies else registered_policies()
     workloads = args.workloads.split(",") if args.workloads else list(WORKLOADS)
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
