@@ -17,7 +17,6 @@ random generator, so the simulator and the runtime drive exactly the same decisi
 from __future__ import annotations
 
 import math
-import os
 import random
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -42,8 +41,6 @@ from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import OfferIndex, pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
-
-LEFTOVER_WORST_FIRST = os.environ.get("THEMIS_LEFTOVER", "") == "worst"
 
 
 def offered_count(wanting: int, fairness_knob: float) -> int:
