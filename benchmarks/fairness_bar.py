@@ -1,7 +1,7 @@
 """Issue 19's fairness bar, reproducible: Themis against every other policy on 32 cells.
 
     .venv/bin/python benchmarks/fairness_bar.py [-j 2] [--cells c3_0,g16_8,...]
-        [--themis-options "--no-gang-at-once"] [--restart-cost S] [--out DIR]
+        [--themis-options "--no-gang-at-once"] [--restart-cost S] [--seed-shift K] [--out DIR]
 
 The bar (issue 19): Themis's max rho is the lowest of all policies (ties within 2%) in at
 least 90% of workload-seed cells and never above 1.25x the best. The 32 cells are those
@@ -17,7 +17,10 @@ same code skips every run already there, so an interrupted run resumes and a The
 variant (``--themis-options``) reuses the other policies' runs.
 Prints, per cell, Themis's max rho, the fairest other policy's, their ratio, Themis's
 starts per job and GPU-hours against the lowest other's, then the bar's figures and one
-JSON line. Whole run: about 8 minutes with ``-j 2`` on this project's 2-core machine.
+JSON line. ``--seed-shift K`` runs the same families on other seeds (each cell's seed plus
+K; Gavel's trace is a file, so there K moves only the simulation's own draws), for
+judging a change on draws it was not tuned on. Whole run: about 8 minutes with ``-j 2``
+on this project's 2-core machine.
 """
 
 from __future__ import annotations
@@ -98,15 +101,24 @@ def run_dir(out: Path, code: str, policy: str, options: str, restart_cost: float
     return out / code / f"rc{restart_cost:g}" / f"{policy}-{tag}"
 
 
+def shifted(args: str, shift: int) -> str:
+    """A cell's arguments with its ``--seed`` moved by ``shift``: the same workload family
+    and cluster, other draws (held-out seeds for a change tuned on the 32 cells)."""
+    words = shlex.split(args)
+    at = words.index("--seed") + 1
+    words[at] = str(int(words[at]) + shift)
+    return shlex.join(words)
+
+
 def simulate(
-    cell: str, policy: str, options: str, restart_cost: float, out: Path, code: str
+    cell: str, args: str, policy: str, options: str, restart_cost: float, out: Path, code: str
 ) -> dict:
     """The run's summary, from ``out`` when it was kept there, else simulated now."""
     where = run_dir(out, code, policy, options, restart_cost) / f"{cell}.json"
     if where.exists():
         return dict(json.loads(where.read_text()))
     command = [sys.executable, "-m", "themis", "simulate", "-q", "--policy", policy]
-    command += shlex.split(CELLS[cell]) + shlex.split(options)
+    command += shlex.split(args) + shlex.split(options)
     if restart_cost:
         command += ["--restart-cost", f"{restart_cost:g}"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--others", help="comma-separated (default: every registered but themis)")
     parser.add_argument("--themis-options", default="", help="extra options for Themis's runs")
     parser.add_argument("--restart-cost", type=float, default=0.0, help="for every policy")
+    parser.add_argument(
+        "--seed-shift",
+        type=int,
+        default=0,
+        help="add this to every cell's seed (held-out draws of the same families)",
+    )
     parser.add_argument("--out", type=Path, default=Path("out/fairness_bar"))
     parser.add_argument("-j", "--jobs", type=int, default=2, help="runs at once (default 2)")
     args = parser.parse_args(argv)
@@ -137,12 +155,21 @@ def main(argv: list[str] | None = None) -> int:
     others = [p for p in others if p != "themis"]
     if args.restart_cost >= 60 and "gandiva" in others:
         others.remove("gandiva")  # refuses a restart cost not below its 60 s slice
+    cell_args = {c: shifted(CELLS[c], args.seed_shift) for c in cells}
+    if args.seed_shift:  # kept apart from the 32 cells' own runs
+        cell_args = {f"{c}+{args.seed_shift}": a for c, a in cell_args.items()}
+        cells = list(cell_args)
     runs = [(c, "themis", args.themis_options) for c in cells]
     runs += [(c, p, "") for c in cells for p in others]
     code = code_tag()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         summaries = list(
-            pool.map(lambda r: simulate(r[0], r[1], r[2], args.restart_cost, args.out, code), runs)
+            pool.map(
+                lambda r: simulate(
+                    r[0], cell_args[r[0]], r[1], r[2], args.restart_cost, args.out, code
+                ),
+                runs,
+            )
         )
     by_run = {(c, p): s for (c, p, _), s in zip(runs, summaries, strict=True)}
     ratios: list[float] = []
@@ -180,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                 "worst": max(ratios),
                 "median": statistics.median(ratios),
                 "themis_options": args.themis_options,
+                "seed_shift": args.seed_shift,
                 "restart_cost": args.restart_cost,
                 "met": fairest >= needed and above == 0,
             }
