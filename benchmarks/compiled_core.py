@@ -2,7 +2,7 @@
 
     nice .venv/bin/python benchmarks/compiled_core.py [--jobs 10000] [--modules M,M,...]
                                                       [--lease-align S] [--skip-bundled]
-                                                      [--skip-jobs] [--keep DIR]
+                                                      [--skip-jobs] [--comparison] [--keep DIR]
 
 Copies ``src/themis`` twice into a fresh temporary directory: one copy stays pure Python,
 the other gets ``--modules`` compiled in place by mypyc (``python -m mypyc``, run in the
@@ -18,7 +18,10 @@ on
 - ``jobs``: ``--jobs`` generated Philly-like jobs on one GPU per 10 jobs, exactly as
   ``targets.py`` and ``scale.py``'s jobs sweep generate them, the run's files written with
   the same code as ``themis simulate --out`` (``run_texts``); ``--lease-align`` as in
-  ``targets.py`` (0, the default: decisions as by default).
+  ``targets.py`` (0, the default: decisions as by default);
+- ``--comparison``: the bundled comparison of every registered policy (``targets.py``'s
+  third target), with the policies' own modules compiled too (``POLICY_MODULES``), each
+  policy's CPU seconds and a SHA-256 of its run's files.
 
 Each child reports the CPU seconds of the simulation (``time.process_time`` around
 ``simulate``), the rounds, where ``themis`` and the compiled modules were imported from
@@ -123,6 +126,56 @@ report({out!r}, cpu, wall, result.rounds, {modules!r})
 """
 )
 
+#: Every registered policy on the bundled workload, as ``targets.py``'s bundled comparison
+#: (``run.py``'s ``time_simulations``: the default options, the 2x4x8 cluster), each
+#: simulation timed alone and its files hashed.
+COMPARISON = """
+import hashlib, importlib, json, sys, time
+import themis
+from themis.model.cluster import Cluster
+from themis.policies import PolicyOptions, make_policy, policy_names
+from themis.reports.files import run_texts
+from themis.reports.record import record_run
+from themis.simulator import simulate
+from themis.workload import load_workload
+workload = load_workload()
+cluster = Cluster.from_spec("2x4x8")
+rows = []
+for name in policy_names():
+    policy = make_policy(name, PolicyOptions())
+    c = time.process_time()
+    result = simulate(workload, cluster, policy)
+    cpu = time.process_time() - c
+    record = record_run(result, name)
+    texts = run_texts(result, record.summary, record.rows)
+    digest = hashlib.sha256("".join(texts[k] for k in sorted(texts)).encode()).hexdigest()
+    rows.append([name, cpu, result.rounds, digest])
+where = {{m: importlib.import_module(m).__file__ for m in {modules!r}}}
+print(json.dumps({{"rows": rows, "themis": themis.__file__, "modules": where}}))
+"""
+
+#: ``--comparison``: the policies' own modules besides the default ones. Not
+#: ``themis.policies._ranked``: its ``RankedPolicy`` would become an extension class, which
+#: LAS and SRTF (interpreted when mypyc rejects them) may not subclass.
+POLICY_MODULES = (
+    "themis.policies.fifo",
+    "themis.policies.max_min",
+    "themis.policies.srtf",
+    "themis.policies.las",
+    "themis.policies.tiresias",
+    "themis.policies.optimus",
+    "themis.policies.slaq",
+    "themis.policies.gandiva",
+    "themis.policies.gavel",
+    "themis.policies.ftf_oracle",
+    "themis.policies._books",
+    "themis.policies._quantum",
+    "themis.policies._deficit_rounds",
+    "themis.policies._ftf_program",
+    "themis.policies._gavel_mechanism",
+    "themis.policies._gavel_program",
+)
+
 
 def module_name(name: str) -> str:
     """``src/themis/arbiter/round.py`` or ``themis.arbiter.round`` -> the latter."""
@@ -156,7 +209,9 @@ def mypyc(root: Path, files: list[str], log: Path) -> bool:
     return done.returncode == 0
 
 
-ERROR = re.compile(r"^(themis/\S+)\.py:\d+: error: (.*)$")
+#: A line of mypyc's log that blames a module: a type error, or an internal error of mypyc
+#: itself (e.g. "themis/policies/gandiva.py:127: AssertionError: "), not a note.
+ERROR = re.compile(r"^(themis/\S+)\.py:\d+: (?!note:)(?:error: )?(.*)$")
 
 
 def build(root: Path, modules: list[str], logs: Path) -> tuple[list[str], dict[str, str]]:
@@ -213,9 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--skip-bundled", action="store_true")
     parser.add_argument("--skip-jobs", action="store_true")
+    parser.add_argument(
+        "--comparison",
+        action="store_true",
+        help="also the bundled comparison of every registered policy (their modules compiled too)",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep it")
     args = parser.parse_args(argv)
     modules = [module_name(m.strip()) for m in args.modules.split(",") if m.strip()]
+    if args.comparison:
+        modules += [m for m in POLICY_MODULES if m not in modules]
 
     if args.keep is not None:
         work = args.keep
@@ -285,6 +347,43 @@ def main(argv: list[str] | None = None) -> int:
                     "identical": p["files"] == c["files"] and p["rounds"] == c["rounds"],
                     "sha256": {"pure": p["files"], "compiled": c["files"]},
                 }
+            )
+        if args.comparison:
+            comparison = {
+                kind: child(root, COMPARISON.format(modules=kept if kind == "compiled" else []))
+                for kind, root in (("pure", pure), ("compiled", compiled))
+            }
+            not_so = [
+                m for m, f in comparison["compiled"]["modules"].items() if not f.endswith(".so")
+            ]
+            if not_so:
+                raise RuntimeError(f"not compiled in the compiled run: {not_so}")
+            print("\n| policy (bundled comparison) | pure CPU s | compiled CPU s | ratio ", end="")
+            print("| identical |")
+            print("|---|---:|---:|---:|---|")
+            totals = [0.0, 0.0]
+            for p, c in zip(
+                comparison["pure"]["rows"], comparison["compiled"]["rows"], strict=True
+            ):
+                totals[0] += p[1]
+                totals[1] += c[1]
+                same = p[2:] == c[2:]
+                verdict = "yes" if same else "NO"
+                print(f"| {p[0]} | {p[1]:.2f} | {c[1]:.2f} | {p[1] / c[1]:.2f}x | {verdict} |")
+                rows.append(
+                    {
+                        "workload": f"bundled comparison: {p[0]}",
+                        "pure_cpu": p[1],
+                        "compiled_cpu": c[1],
+                        "ratio": p[1] / c[1],
+                        "rounds": [p[2], c[2]],
+                        "identical": same,
+                        "sha256": {"pure": p[3], "compiled": c[3]},
+                    }
+                )
+            print(
+                f"| all {len(comparison['pure']['rows'])} | {totals[0]:.2f} | {totals[1]:.2f} "
+                f"| {totals[0] / totals[1]:.2f}x | |"
             )
     finally:
         if tmp is not None:
