@@ -85,8 +85,11 @@ def main(argv: list[str] | None = None) -> int:
 
     def line(name: str, cpu: float, value: float, bound: float, extra: str = "") -> None:
         gap = max(0.0, bound - value)
-        print(f"  {name:<10} {cpu:7.2f} s  value {value:9.3f}  gap {gap:8.3f} "
-              f"({100 * gap / bound:5.2f}%) {extra}", flush=True)
+        print(
+            f"  {name:<10} {cpu:7.2f} s  value {value:9.3f}  gap {gap:8.3f} "
+            f"({100 * gap / bound:5.2f}%) {extra}",
+            flush=True,
+        )
 
     for bidders in [int(b) for b in args.bidders.split(",")]:
         for seed in [int(s) for s in args.seeds.split(",")]:
@@ -117,8 +120,13 @@ def main(argv: list[str] | None = None) -> int:
             for seconds in [float(s) for s in args.seconds.split(",")]:
                 t = time.process_time()
                 value, own = _mip(groups, seconds)
-                line(f"mip {seconds:g}", time.process_time() - t, value, bound,
-                     f"HiGHS's own bound {own:.3f} ({100 * max(0, own - value) / own:.2f}%)")
+                line(
+                    f"mip {seconds:g}",
+                    time.process_time() - t,
+                    value,
+                    bound,
+                    f"HiGHS's own bound {own:.3f} ({100 * max(0, own - value) / own:.2f}%)",
+                )
     return 0
 
 

@@ -43,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace and args.trace.startswith("generate:"):
         fields = dict(kv.split("=") for kv in args.trace.removeprefix("generate:").split(","))
         spec = GeneratorSpec(
-            jobs=int(fields.get("jobs", 1000)), load=float(fields.get("load", 1.0)),
-            seed=int(fields.get("seed", 0)), gpus=cluster.size,
+            jobs=int(fields.get("jobs", 1000)),
+            load=float(fields.get("load", 1.0)),
+            seed=int(fields.get("seed", 0)),
+            gpus=cluster.size,
         )
         workload = generate(spec, load_profiles())
     else:
@@ -82,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  {len(groups):4d} bidders {sum(len(g) for g in groups):5d} entries: "
             f"default {cpus['default'][-1]:.3f} s, unlimited {cpus['unlimited'][-1]:.3f} s, "
-            f"MIP x* {cpus['mip x*'][-1]:.3f} s, gap {best.gap:.3g}", flush=True)
+            f"MIP x* {cpus['mip x*'][-1]:.3f} s, gap {best.gap:.3g}",
+            flush=True,
+        )
     for name, values in cpus.items():
         print(f"{name}: median {statistics.median(values):.4f} s, max {max(values):.4f} s")
     print(f"limited: {limited}; default answer identical to the unlimited one: {same}")

@@ -31,9 +31,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _child(code: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(done.stderr)
     return json.loads(done.stdout.strip().splitlines()[-1])
