@@ -257,6 +257,16 @@ def child(root: Path, code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def check_copies(pure_run: dict, compiled_run: dict, pure: Path, compiled: Path) -> None:
+    """Each child ran its own copy of ``themis``, and the compiled one its ``.so`` modules."""
+    where = (pure_run["themis"], compiled_run["themis"])
+    if not where[0].startswith(str(pure)) or not where[1].startswith(str(compiled)):
+        raise RuntimeError(f"themis imported from elsewhere: {where[0]}, {where[1]}")
+    not_so = [m for m, f in compiled_run["modules"].items() if not f.endswith(".so")]
+    if not_so:
+        raise RuntimeError(f"not compiled in the compiled run: {not_so}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
@@ -332,11 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
             p, c = runs["pure"], runs["compiled"]
-            if not p["themis"].startswith(str(pure)) or not c["themis"].startswith(str(compiled)):
-                raise RuntimeError(f"themis imported from elsewhere: {p['themis']}, {c['themis']}")
-            not_so = [m for m, f in c["modules"].items() if not f.endswith(".so")]
-            if not_so:
-                raise RuntimeError(f"not compiled in the compiled run: {not_so}")
+            check_copies(p, c, pure, compiled)
             rows.append(
                 {
                     "workload": label,
@@ -353,11 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 kind: child(root, COMPARISON.format(modules=kept if kind == "compiled" else []))
                 for kind, root in (("pure", pure), ("compiled", compiled))
             }
-            not_so = [
-                m for m, f in comparison["compiled"]["modules"].items() if not f.endswith(".so")
-            ]
-            if not_so:
-                raise RuntimeError(f"not compiled in the compiled run: {not_so}")
+            check_copies(comparison["pure"], comparison["compiled"], pure, compiled)
             print("\n| policy (bundled comparison) | pure CPU s | compiled CPU s | ratio ", end="")
             print("| identical |")
             print("|---|---:|---:|---:|---|")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
 from themis.auction.partial_allocation import build_candidates, partial_allocation, payment_fraction
-from themis.auction.solver import Solution, _uncontended, solve_all
+from themis.auction.solver import _uncontended, solve_all
 
 from .oracle import brute_c, brute_force
 
@@ -38,12 +40,14 @@ def mostly_apart(draw: st.DrawFn) -> tuple[list[Bid], list[int]]:
     return bids, free
 
 
-def _searched(candidates: list) -> tuple[Solution, dict[int, Solution]]:
-    """``solve_all`` with the shortcut switched off: the branch and bound's own answer."""
+@contextmanager
+def shortcut_off() -> Iterator[None]:
+    """``solve_all`` without the shortcut: the searches answer every auction. (A context
+    manager, not pytest's ``monkeypatch``: hypothesis runs many examples per test call.)"""
     saved = solver._uncontended
     solver._uncontended = lambda groups: None
     try:
-        return solve_all(candidates, node_limit=10**6, lp_first=False)
+        yield
     finally:
         solver._uncontended = saved
 
@@ -55,9 +59,10 @@ def test_shortcut_answers_as_the_search_does(auction: tuple[list[Bid], list[int]
     candidates = build_candidates(bids, free)
     groups = [g for g in candidates if g]
     shortcut = _uncontended(groups)
-    best, without = _searched(candidates)
     if shortcut is None:
         return
+    with shortcut_off():
+        best, without = solve_all(candidates, node_limit=10**6, lp_first=False)
     fast_best, fast_without = shortcut
     assert dict(fast_best.chosen) == dict(best.chosen)
     assert math.isclose(fast_best.objective, best.objective, abs_tol=1e-12)
@@ -82,12 +87,8 @@ def test_auction_outcome_is_the_same_with_and_without_it(
     """The whole auction (grants, leftover, the rounding's random draws) does not change."""
     bids, free = auction
     fast = partial_allocation(bids, free, random.Random(seed))
-    saved = solver._uncontended
-    solver._uncontended = lambda groups: None
-    try:
+    with shortcut_off():
         slow = partial_allocation(bids, free, random.Random(seed))
-    finally:
-        solver._uncontended = saved
     assert {a: (o.choice, o.granted) for a, o in fast.apps.items()} == {
         a: (o.choice, o.granted) for a, o in slow.apps.items()
     }
