@@ -27,6 +27,7 @@ and interference profiling; see ``docs/policies/gandiva_optimus_slaq.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
 from itertools import chain
 
@@ -138,7 +139,7 @@ class GandivaPolicy(Policy):
         ]
         self._missing = set()
         new = sorted(
-            (j for j in missing if j.app not in self._seen), key=lambda j: (order[j.app], j.index)
+            (j for j in missing if j.app not in self._seen), key=partial(_admission_key, order)
         )
         rest = {j for j in missing if j.app in self._seen}
         queued = list(new)
@@ -203,3 +204,9 @@ def migrate(
             available.update(job.gpus)
             available.difference_update(better)
     return moved
+
+
+# A module function bound with ``partial``, not a lambda: mypyc (2.4) stops with an internal
+# error on a closure inside a method of a decorated (``@register``) class.
+def _admission_key(order: Mapping[AppState, int], job: JobState) -> tuple[int, int]:
+    return (order[job.app], job.index)

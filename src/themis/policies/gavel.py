@@ -42,7 +42,9 @@ afterwards from the apps' finish times, like every policy's. See docs/policies/g
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from themis.model.cluster import Cluster, SetShape
@@ -208,7 +210,7 @@ class GavelPolicy(Policy):
         else:
             # Removals first or interleaved, the books end in the same order: a removal
             # moves no other job, and additions come in (app, job) order either way.
-            for app in sorted(dirty, key=lambda a: rank.get(a, -1)):
+            for app in sorted(dirty, key=partial(_rank_or_first, rank)):
                 for job in app.jobs:
                     if job.finished_at is None:
                         if job not in books:
@@ -444,3 +446,9 @@ def _typed_load(
     if not any(s > 0 for s in speeds):
         return None
     return TypedJobLoad(max(0.0, now - app.arrival), remaining, gang, speeds)
+
+
+# A module function bound with ``partial``, not a lambda: mypyc (2.4) stops with an internal
+# error on a closure inside a method of a decorated (``@register``) class.
+def _rank_or_first(rank: Mapping[AppState, int], app: AppState) -> int:
+    return rank.get(app, -1)

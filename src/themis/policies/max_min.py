@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from itertools import islice
 
 from themis.agent.app_scheduler import waiting_order
@@ -124,17 +125,15 @@ class MaxMinPolicy(Policy):
             for a in apps
         }
 
-        def below_share() -> list[AppState]:
-            return sorted(
-                (a for a in apps if held[a.app_id] < shares[a.app_id] and queues[a.app_id]),
-                key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival),
-            )
-
+        by_share = partial(_share_held, held, shares)
         index = _Scheduled(schedule)
         progress = True
         while progress:
             progress = False
-            for app in below_share():
+            below_share = (
+                a for a in apps if held[a.app_id] < shares[a.app_id] and queues[a.app_id]
+            )
+            for app in sorted(below_share, key=by_share):
                 job = queues[app.app_id][0]
                 placed = self._place(view, job, free, schedule, held, shares, index)
                 if placed is None:
@@ -151,10 +150,7 @@ class MaxMinPolicy(Policy):
                 progress = True
                 break
         # Work conservation: whatever is still free goes to whoever can use it.
-        by_ratio = sorted(
-            apps, key=lambda a: (held[a.app_id] / max(shares[a.app_id], 1), a.arrival)
-        )
-        for app in by_ratio:
+        for app in sorted(apps, key=by_share):
             for job in queues[app.app_id]:
                 if not free:
                     return schedule
@@ -581,3 +577,12 @@ class _Books:
                 yield from apps  # above L, so at most L + 1
             elif held == level + 1:
                 yield from (a for a in apps if self.order[a] > self.bonus_until)
+
+
+# A module function bound with ``partial``, not a lambda: mypyc (2.4) stops with an internal
+# error on a closure inside a method of a decorated (``@register``) class.
+def _share_held(
+    held: Mapping[str, int], shares: Mapping[str, float], app: AppState
+) -> tuple[float, float]:
+    """How much of its fair share an app holds, the earlier arrival first on a tie."""
+    return (held[app.app_id] / max(shares[app.app_id], 1), app.arrival)

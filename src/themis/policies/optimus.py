@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from themis.fairness.ftf import GangWork, RemainingWork
 from themis.model.cluster import Cluster, SetShape
@@ -117,7 +117,7 @@ class OptimusPolicy(Policy):
             mine = ending.get(id(app))
             jobs = app.idle_jobs()
             if mine:
-                jobs = sorted(mine, key=lambda j: -j.remaining_at(view.now)) + jobs
+                jobs = sorted(mine, key=partial(_negated_remaining, view.now)) + jobs
             elif not jobs:
                 continue
             plan = AppPlan(app, order, held[id(app)], jobs, view.now)
@@ -141,3 +141,9 @@ class OptimusPolicy(Policy):
             if nxt is not None:
                 heapq.heappush(heap, (priority(plan, cluster, nxt.gang), plan, nxt))
         return place(rnd, chosen)
+
+
+# A module function bound with ``partial``, not a lambda: mypyc (2.4) stops with an internal
+# error on a closure inside a method of a decorated (``@register``) class.
+def _negated_remaining(now: float, job: JobState) -> float:
+    return -job.remaining_at(now)

@@ -41,6 +41,7 @@ import math
 from bisect import bisect_right, insort
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
@@ -244,7 +245,7 @@ class TiresiasPolicy(Policy):
             elif job.gang <= len(free) + below:
                 if victims is None:
                     # The tail of the lowest queue first (see ``_place``).
-                    victims = sorted(running, key=lambda j: self._place(j, stand[j][1], pos))
+                    victims = sorted(running, key=partial(_victim_rank, self, stand, pos))
                 for victim in self._preempt(job, q, len(free), victims, stand, gpus):
                     for g in gpus.pop(victim):
                         insort(free, g)
@@ -263,10 +264,7 @@ class TiresiasPolicy(Policy):
                 passed.append(job)
         # Jobs passed over or preempted run if GPUs are left after all (victims on their
         # own GPUs when these are free: then they were not really preempted).
-        left = sorted(
-            passed + preempted,
-            key=lambda j: (stand[j][1], self.entered(j), pos[j.app], j.index),
-        )
+        left = sorted(passed + preempted, key=partial(_second_chance_rank, self, stand, pos))
         for job in left:
             if job.gang <= len(free) and job not in gpus:
                 own = job.gpus if job.gpus and set(job.gpus) <= set(free) else None
@@ -526,3 +524,23 @@ def _take(
     for g in taken:
         free.remove(g)
     return taken
+
+
+# Module functions bound with ``partial``, not lambdas: mypyc (2.4) stops with an internal
+# error on a closure inside a method of a decorated (``@register``) class.
+def _victim_rank(
+    policy: TiresiasPolicy,
+    stand: Mapping[JobState, tuple[float, int]],
+    pos: Mapping[AppState, int],
+    job: JobState,
+) -> tuple[int, bool, float, float, int, int]:
+    return policy._place(job, stand[job][1], pos)
+
+
+def _second_chance_rank(
+    policy: TiresiasPolicy,
+    stand: Mapping[JobState, tuple[float, int]],
+    pos: Mapping[AppState, int],
+    job: JobState,
+) -> tuple[int, float, int, int]:
+    return (stand[job][1], policy.entered(job), pos[job.app], job.index)
