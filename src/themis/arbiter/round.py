@@ -26,6 +26,7 @@ from typing import cast
 from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
 from themis.arbiter.leftover import allocate_leftover
+from themis.arbiter.offer import OfferOrder
 from themis.arbiter.reservation import (
     Reservation,
     ReservationBook,
@@ -153,11 +154,8 @@ class Arbiter:
         self.valuation = valuation
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
-        rank = cluster.topology_rank
-        #: Each machine's first GPU in topology order (``_offer_order``).
-        self._machine_rank = {
-            m: min(rank[g] for g in gpus) for m, gpus in cluster.machine_gpus.items()
-        }
+        #: The offer's order, kept from round to round (``offer.py``).
+        self._offer_order = OfferOrder(cluster)
         #: Active apps whose demand exceeds what they hold (see ``_hungry_apps``).
         self._hungry: set[AppState] | None = None
         #: Owners (an app without one: the app) ever granted a GPU (``_first_gpu_wait``).
@@ -511,29 +509,6 @@ class Arbiter:
             else:
                 hungry.discard(app)
         return hungry
-
-    def _offer_order(self, pool: set[int]) -> tuple[list[int], dict[int, list[int]]]:
-        """The offered GPUs, machines with the fewest free GPUs first (then topology), and
-        the offer's GPUs per machine (ascending: ``OfferIndex``'s grouping).
-
-        That is the pool sorted by (free GPUs on its machine, topology rank); a machine's
-        GPUs are consecutive in topology order (rack, machine, id), so it is the machines
-        sorted by (free count, their first GPU's rank), each machine's GPUs by id."""
-        machine_of = self.cluster.machine_of
-        on: dict[int, list[int]] = {}
-        for g in pool:
-            gpus = on.get(machine_of[g])
-            if gpus is None:
-                on[machine_of[g]] = [g]
-            else:
-                gpus.append(g)
-        first = self._machine_rank
-        offer: list[int] = []
-        for m in sorted(on, key=lambda m: (len(on[m]), first[m])):
-            gpus = on[m]
-            gpus.sort()
-            offer.extend(gpus)
-        return offer, on
 
     def _drop_stale_reservation(self, view: SchedulingView, now: float) -> None:
         res = self.reservations.current

@@ -276,7 +276,7 @@ class OfferIndex:
             by_machine = Packer(cluster, offer).by_machine
         self.by_machine = by_machine
         self.size = len(offer)
-        self.position = {g: i for i, g in enumerate(offer)}
+        self.position = dict(zip(offer, range(len(offer)), strict=True))  # in C: per round
 
 
 def pack_gang(

@@ -1,0 +1,64 @@
+"""The offer kept from round to round is the offer built anew, in every round."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from themis.arbiter.offer import OfferOrder, machine_ranks, offer_order
+from themis.model.cluster import Cluster
+
+SPECS = ("1x1x4", "1x2x8", "2x3x4", "2x4x8", "1x4x8:v100+1x2x4:k80")
+
+
+@st.composite
+def rounds(draw: st.DrawFn) -> tuple[Cluster, list[set[int]]]:
+    """A cluster and the pools of successive rounds: each round toggles a few GPUs (the
+    kept path) or, now and then, many (the rebuilt path)."""
+    cluster = Cluster.from_spec(draw(st.sampled_from(SPECS)))
+    gpus = st.integers(0, cluster.size - 1)
+    pool = draw(st.sets(gpus, min_size=1))
+    pools = [pool]
+    for _ in range(draw(st.integers(1, 12))):
+        toggled = draw(st.sets(gpus, max_size=draw(st.sampled_from((1, 3, cluster.size)))))
+        pool = pool ^ toggled
+        if pool:  # the arbiter never orders an empty pool
+            pools.append(pool)
+    return cluster, pools
+
+
+@settings(max_examples=300, deadline=None)
+@given(rounds())
+def test_kept_offer_is_the_offer_built_anew(case: tuple[Cluster, list[set[int]]]) -> None:
+    cluster, pools = case
+    kept = OfferOrder(cluster)
+    first = machine_ranks(cluster)
+    earlier: list[tuple[list[int], dict[int, list[int]], list[int], dict[int, list[int]]]] = []
+    for pool in pools:
+        offer, on = kept(set(pool))
+        fresh_offer, fresh_on = offer_order(cluster.machine_of, first, set(pool))
+        assert offer == fresh_offer
+        assert on == fresh_on
+        assert sorted(offer) == sorted(pool)
+        # Machines with the fewest free GPUs first, ties by topology; GPUs ascending.
+        keys = [(len(on[cluster.machine_of[g]]), first[cluster.machine_of[g]], g) for g in offer]
+        assert keys == sorted(keys)
+        earlier.append((offer, on, list(offer), {m: list(v) for m, v in on.items()}))
+    # What a round returned is never changed by a later round.
+    for offer, on, offer_then, on_then in earlier:
+        assert offer == offer_then
+        assert on == on_then
+
+
+def test_a_round_that_changes_one_gpu_reorders_its_machine() -> None:
+    cluster = Cluster.from_spec("1x3x4")  # machines 0, 1, 2 of GPUs 0-3, 4-7, 8-11
+    kept = OfferOrder(cluster)
+    assert kept({0, 1, 4, 5, 6, 8, 9, 10, 11})[0] == [0, 1, 4, 5, 6, 8, 9, 10, 11]
+    # Machine 2 loses two GPUs: it now has the fewest free and goes first.
+    offer, on = kept({0, 1, 4, 5, 6, 8, 9})
+    assert offer == [0, 1, 8, 9, 4, 5, 6]
+    assert on == {0: [0, 1], 1: [4, 5, 6], 2: [8, 9]}
+    # Machine 0 empties: it leaves the offer and the index.
+    offer, on = kept({4, 5, 6, 8, 9})
+    assert offer == [8, 9, 4, 5, 6]
+    assert 0 not in on
