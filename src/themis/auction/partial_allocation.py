@@ -42,6 +42,7 @@ import math
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import filterfalse
 
 from themis.auction.bids import Bid
 from themis.auction.budget import Budget, Limits
@@ -223,7 +224,7 @@ def partial_allocation(
             raise AssertionError("trim must keep a subset of the bundle, no larger than allowed")
         granted_all.update(granted)
         apps[bid.app_id] = AppOutcome(bundle, c, granted)
-    leftover = tuple(g for g in free if g not in granted_all)
+    leftover = tuple(filterfalse(granted_all.__contains__, free))  # in C: per auction
     resolve_gap = max((s.gap for s in without.values()), default=0.0)
     limited = best.bound is not None or any(s.bound is not None for s in without.values())
     return AuctionOutcome(apps, leftover, best.objective, limited, best.gap, resolve_gap)
