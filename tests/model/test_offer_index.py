@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from themis.model.cluster import Cluster
-from themis.model.placement import SHARED_LISTS, OfferIndex, OrderedPacker
+from themis.model.placement import SHARED_LISTS, OfferIndex, OrderedPacker, RotatedOffer
 
 
 @settings(max_examples=60, deadline=None)
@@ -26,7 +27,9 @@ def test_indexed_packers_take_what_plain_ones_take(seed: int, spec: str) -> None
         start = bidder * len(offer) // 4
         rotated = offer[start:] + offer[:start]
         plain = OrderedPacker(cluster, rotated)
-        indexed = OrderedPacker(cluster, rotated, index, start)
+        view = RotatedOffer(offer, start)
+        assert list(view) == rotated and len(view) == len(rotated)
+        indexed = OrderedPacker(cluster, view, index, start)
         for _ in range(rng.randint(1, 12)):
             if rng.random() < 0.2 and plain.gpus():
                 some = tuple(sorted(rng.sample(sorted(plain.gpus()), 1)))
@@ -48,3 +51,16 @@ def test_large_offers_share_lists_small_ones_copy() -> None:
     small = OrderedPacker(cluster, offer[:16], index, 0)
     assert small.take(2) is not None
     assert sum(len(f) for f in index.by_machine.values()) == 16
+
+
+@given(st.lists(st.integers(0, 99), unique=True, min_size=1, max_size=30), st.data())
+def test_a_rotated_offer_reads_as_the_rotated_list(offer: list[int], data: st.DataObject) -> None:
+    start = data.draw(st.integers(0, len(offer) - 1))
+    rotated = offer[start:] + offer[:start]
+    view = RotatedOffer(offer, start)
+    assert list(view) == rotated
+    assert [view[i] for i in range(-len(offer), len(offer))] == rotated + rotated
+    assert view[1:-1] == rotated[1:-1]
+    for out in (len(offer), -len(offer) - 1):
+        with pytest.raises(IndexError):
+            view[out]

@@ -6,7 +6,9 @@ holes open for large gangs, which is what placement-sensitive apps need later.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, islice
+from typing import overload
 
 from themis.model.cluster import Cluster
 from themis.model.profiles import ModelProfile
@@ -178,8 +180,9 @@ class OrderedPacker(Packer):
         start: int = 0,
     ) -> None:
         """``index``: the round's offer indexed once, when ``preference`` is that offer
-        rotated to begin at position ``start`` (each bidder's): the pool is then copied
-        from the index instead of sorted anew, and positions are read from it."""
+        rotated to begin at position ``start`` (each bidder's, e.g. a ``RotatedOffer``):
+        the pool is then copied from the index instead of sorted anew, and the walk and
+        the positions read the index's offer (``preference`` itself is not read)."""
         if index is None:
             super().__init__(cluster, preference)
         else:
@@ -195,7 +198,8 @@ class OrderedPacker(Packer):
                 self._own = None
         if index is None:
             self._own = None  # built from ``preference``: every list is this packer's
-        self.preference = list(preference)
+        # With an index the walk reads the index's offer (``take``): nothing to copy.
+        self.preference = list(preference) if index is None else preference
         self._index = index
         self._start = start
         self._rank: dict[int, int] | None = None  # built when a gang of several needs it
@@ -234,30 +238,62 @@ class OrderedPacker(Packer):
             return None
         machine_of = self.cluster.machine_of
         by_machine = self.by_machine
-        pref = self.preference
+        # The preference is the index's offer from ``_start`` on (walked in place, never
+        # copied: the offer may hold thousands of GPUs, a bid takes a few), else our list.
+        index = self._index
+        pref, offset = (self.preference, 0) if index is None else (index.offer, self._start)
+        n = len(pref)
         cursor = self._cursor
         # Every GPU before the cursor is taken (GPUs never come back to the pool).
-        while cursor < len(pref) and pref[cursor] not in by_machine.get(
-            machine_of[pref[cursor]], ()
+        while cursor < n and pref[(offset + cursor) % n] not in by_machine.get(
+            machine_of[pref[(offset + cursor) % n]], ()
         ):
             cursor += 1
         self._cursor = cursor
         if gang == 1:
             # The first free GPU in preference order is its machine's first free one.
-            g = pref[cursor]
+            g = pref[(offset + cursor) % n]
             self._changing(machine_of[g]).remove(g)
             self.size -= 1
             return (g,)
-        for i in range(cursor, len(pref)):
-            free = by_machine[machine_of[pref[i]]]
-            if pref[i] in free and len(free) >= gang:
+        for i in range(cursor, n):
+            g = pref[(offset + i) % n]
+            free = by_machine[machine_of[g]]
+            if g in free and len(free) >= gang:
                 picked = sorted(free, key=self._position)[:gang]
-                free = self._changing(machine_of[pref[i]])
+                free = self._changing(machine_of[g])
                 for g in picked:
                     free.remove(g)
                 self.size -= gang
                 return tuple(picked)
         return super().take(gang, machine_order)
+
+
+class RotatedOffer(Sequence[int]):
+    """The offer as one bidder walks it, from position ``start`` on and around: a view,
+    not a copy (a round has as many bidders as it has, and the offer thousands of GPUs)."""
+
+    def __init__(self, offer: Sequence[int], start: int) -> None:
+        self.offer = offer
+        self.start = start
+
+    def __len__(self) -> int:
+        return len(self.offer)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = len(self.offer)
+        if not -n <= i < n:
+            raise IndexError("offer position out of range")
+        return self.offer[(self.start + i) % n]
+
+    def __iter__(self) -> Iterator[int]:
+        return chain(islice(self.offer, self.start, None), islice(self.offer, self.start))
 
 
 class OfferIndex:
@@ -275,6 +311,7 @@ class OfferIndex:
         if by_machine is None:
             by_machine = Packer(cluster, offer).by_machine
         self.by_machine = by_machine
+        self.offer = offer
         self.size = len(offer)
         self.position = dict(zip(offer, range(len(offer)), strict=True))  # in C: per round
 
