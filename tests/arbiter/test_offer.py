@@ -35,10 +35,18 @@ def test_kept_offer_is_the_offer_built_anew(case: tuple[Cluster, list[set[int]]]
     first = machine_ranks(cluster)
     earlier: list[tuple[list[int], dict[int, list[int]], list[int], dict[int, list[int]]]] = []
     for pool in pools:
-        offer, on = kept(set(pool))
+        index = kept(set(pool))
+        offer, on = index.offer, index.by_machine
         fresh_offer, fresh_on = offer_order(cluster.machine_of, first, set(pool))
-        assert offer == fresh_offer
+        assert list(offer) == fresh_offer
         assert on == fresh_on
+        # Positions found when asked are the offer's, and none for a GPU not offered.
+        assert {g: index.position[g] for g in offer} == {g: i for i, g in enumerate(offer)}
+        assert list(index.position) == offer and len(index.position) == len(offer)
+        assert all(
+            index.position.get(g) is None for g in range(-1, cluster.size + 1) if g not in pool
+        )
+        assert index.position.get("gpu-0") is None and "gpu-0" not in index.position
         assert sorted(offer) == sorted(pool)
         # Machines with the fewest free GPUs first, ties by topology; GPUs ascending.
         keys = [(len(on[cluster.machine_of[g]]), first[cluster.machine_of[g]], g) for g in offer]
@@ -53,12 +61,13 @@ def test_kept_offer_is_the_offer_built_anew(case: tuple[Cluster, list[set[int]]]
 def test_a_round_that_changes_one_gpu_reorders_its_machine() -> None:
     cluster = Cluster.from_spec("1x3x4")  # machines 0, 1, 2 of GPUs 0-3, 4-7, 8-11
     kept = OfferOrder(cluster)
-    assert kept({0, 1, 4, 5, 6, 8, 9, 10, 11})[0] == [0, 1, 4, 5, 6, 8, 9, 10, 11]
+    assert kept({0, 1, 4, 5, 6, 8, 9, 10, 11}).offer == [0, 1, 4, 5, 6, 8, 9, 10, 11]
     # Machine 2 loses two GPUs: it now has the fewest free and goes first.
-    offer, on = kept({0, 1, 4, 5, 6, 8, 9})
-    assert offer == [0, 1, 8, 9, 4, 5, 6]
-    assert on == {0: [0, 1], 1: [4, 5, 6], 2: [8, 9]}
+    index = kept({0, 1, 4, 5, 6, 8, 9})
+    assert index.offer == [0, 1, 8, 9, 4, 5, 6]
+    assert index.by_machine == {0: [0, 1], 1: [4, 5, 6], 2: [8, 9]}
+    assert index.position[9] == 3 and index.position[4] == 4
     # Machine 0 empties: it leaves the offer and the index.
-    offer, on = kept({4, 5, 6, 8, 9})
-    assert offer == [8, 9, 4, 5, 6]
-    assert 0 not in on
+    index = kept({4, 5, 6, 8, 9})
+    assert index.offer == [8, 9, 4, 5, 6]
+    assert 0 not in index.by_machine and 0 not in index.position

@@ -19,6 +19,7 @@ from itertools import chain
 from operator import itemgetter
 
 from themis.model.cluster import Cluster
+from themis.model.placement import OfferIndex, OfferPositions
 
 #: Machine keys (free GPUs on it, its first GPU's topology rank, machine): sorted, they
 #: give the offer's order of machines. The rank alone is unique; the machine rides along.
@@ -55,20 +56,23 @@ def offer_order(
 
 
 class OfferOrder:
-    """``offer_order`` of each round's pool, updated from the last round's instead of
-    rebuilt. The lists it returns are never changed afterwards (a changed machine gets a
+    """``offer_order`` of each round's pool, indexed for its bidders (``OfferIndex``, with
+    positions found when asked: ``OfferPositions``), updated from the last round's instead
+    of rebuilt. The lists it returns are never changed afterwards (a changed machine gets a
     new list), so last round's offer and its index stay valid for whoever kept them; the
     packers that bid on an offer copy a list before they take from it (``OrderedPacker``).
     """
 
     def __init__(self, cluster: Cluster) -> None:
+        self._cluster = cluster
         self._machine_of = cluster.machine_of
         self._first = machine_ranks(cluster)
         self._pool: set[int] = set()
         self._on: dict[int, list[int]] = {}
         self._keys: list[MachineKey] = []
 
-    def __call__(self, pool: set[int]) -> tuple[list[int], dict[int, list[int]]]:
+    def __call__(self, pool: set[int]) -> OfferIndex:
+        """The offer of ``pool``, indexed for the bidders (``OfferIndex``)."""
         added = pool - self._pool
         removed = self._pool - pool
         if 2 * (len(added) + len(removed)) >= len(pool):
@@ -76,12 +80,15 @@ class OfferOrder:
             offer, on = offer_order(self._machine_of, self._first, pool)
             first = self._first
             self._keys = sorted((len(gpus), first[m], m) for m, gpus in on.items())
+            machines = list(map(_machine, self._keys))
         else:
             on = self._update(added, removed)
-            offer = list(chain.from_iterable(map(on.__getitem__, map(_machine, self._keys))))
+            machines = list(map(_machine, self._keys))
+            offer = list(chain.from_iterable(map(on.__getitem__, machines)))
         self._pool = set(pool)
         self._on = on
-        return offer, on
+        positions = OfferPositions(self._machine_of, on, machines)
+        return OfferIndex(self._cluster, offer, on, positions)
 
     def _update(self, added: set[int], removed: set[int]) -> dict[int, list[int]]:
         machine_of, first, keys = self._machine_of, self._first, self._keys

@@ -39,7 +39,7 @@ from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, t_cluster, verified_rho
 from themis.model.cluster import Cluster, SetShape
-from themis.model.placement import OfferIndex, RotatedOffer, pack_gang
+from themis.model.placement import RotatedOffer, pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
 
@@ -88,7 +88,7 @@ class RoundRecord:
     """What happened in one round, for explanations and tests."""
 
     now: float
-    pool: list[int]
+    pool: Sequence[int]  # the offer, in its order
     rhos: dict[str, float]
     offered: list[str]
     bids: list[Bid]
@@ -354,9 +354,9 @@ class Arbiter:
         # 3. Bids. Each bidder sees the offer from its own starting point (see OrderedPacker);
         # the offer lists the most fragmented machines first, so small bundles are carved
         # from partly used machines before empty ones (best fit).
-        offer, on_machine = self._offer_order(pool)
+        index = self._offer_order(pool)
+        offer = index.offer
         record.pool = offer
-        index = OfferIndex(self.cluster, offer, on_machine)
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)

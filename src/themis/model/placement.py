@@ -6,8 +6,9 @@ holes open for large gangs, which is what placement-sensitive apps need later.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from itertools import chain, islice
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate, chain, islice
 from typing import overload
 
 from themis.model.cluster import Cluster
@@ -305,15 +306,64 @@ class OfferIndex:
         cluster: Cluster,
         offer: Sequence[int],
         by_machine: dict[int, list[int]] | None = None,
+        position: Mapping[int, int] | None = None,
     ) -> None:
         """``by_machine``: the offer's GPUs per machine (each list ascending), when the
-        caller grouped them already (the arbiter's offer order does)."""
+        caller grouped them already (the arbiter's offer order does); ``position``: each
+        GPU's index in ``offer``, when the caller has it (``OfferPositions``)."""
         if by_machine is None:
             by_machine = Packer(cluster, offer).by_machine
         self.by_machine = by_machine
         self.offer = offer
         self.size = len(offer)
-        self.position = dict(zip(offer, range(len(offer)), strict=True))  # in C: per round
+        if position is None:
+            position = dict(zip(offer, range(len(offer)), strict=True))
+        self.position = position
+
+
+class OfferPositions(Mapping[int, int]):
+    """Each GPU's position in an offer whose machines come whole, one after another (the
+    arbiter's offer order), each machine's GPUs ascending: the machine's start plus the
+    GPU's rank on it, found when asked. A round reads the positions of the few GPUs its
+    bids name, so this costs a pass over the machines, not a dict of every offered GPU."""
+
+    def __init__(
+        self, machine_of: Sequence[int], by_machine: Mapping[int, list[int]], machines: list[int]
+    ) -> None:
+        """``machines``: the machines of ``by_machine`` in offer order."""
+        self._machine_of = machine_of
+        self._by_machine = by_machine
+        self._machines = machines
+        sizes = map(len, map(by_machine.__getitem__, machines))
+        # accumulate yields one more sum than there are machines: the total, not a start.
+        self._start = dict(zip(machines, accumulate(sizes, initial=0), strict=False))
+
+    def get(self, gpu: object, default: int | None = None) -> int | None:  # type: ignore[override]
+        if not isinstance(gpu, int) or not 0 <= gpu < len(self._machine_of):
+            return default
+        machine = self._machine_of[gpu]
+        gpus = self._by_machine.get(machine)
+        if gpus is None:
+            return default
+        i = bisect_left(gpus, gpu)
+        if i == len(gpus) or gpus[i] != gpu:
+            return default
+        return self._start[machine] + i
+
+    def __getitem__(self, gpu: int) -> int:
+        position = self.get(gpu)
+        if position is None:
+            raise KeyError(gpu)
+        return position
+
+    def __contains__(self, gpu: object) -> bool:
+        return self.get(gpu) is not None
+
+    def __iter__(self) -> Iterator[int]:
+        return chain.from_iterable(map(self._by_machine.__getitem__, self._machines))
+
+    def __len__(self) -> int:
+        return sum(map(len, self._by_machine.values()))
 
 
 def pack_gang(
