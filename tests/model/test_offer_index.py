@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from themis.model.cluster import Cluster
-from themis.model.placement import SHARED_LISTS, OfferIndex, OrderedPacker, RotatedOffer
+from themis.model.placement import (
+    SHARED_LISTS,
+    OfferIndex,
+    OrderedPacker,
+    Packer,
+    RotatedOffer,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -64,3 +70,27 @@ def test_a_rotated_offer_reads_as_the_rotated_list(offer: list[int], data: st.Da
     for out in (len(offer), -len(offer) - 1):
         with pytest.raises(IndexError):
             view[out]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["1x2x8", "2x4x8", "1x4x8:v100+1x2x4:k80"]))
+def test_a_packer_settled_from_the_offer_is_one_built_on_its_gpus(seed: int, spec: str) -> None:
+    """The leftover's packer starts from the offer's lists (``Packer(shared=...)``) and
+    settles the difference: it holds the lists a packer built on the leftover holds, takes
+    what that one takes, and leaves the offer's lists as they were."""
+    rng = random.Random(seed)
+    cluster = Cluster.from_spec(spec)
+    offered = {g for g in range(cluster.size) if rng.random() < 0.7}
+    index = OfferIndex(cluster, sorted(offered))
+    before = {m: list(free) for m, free in index.by_machine.items()}
+    leftover = {g for g in offered if rng.random() < 0.8}
+    leftover |= {g for g in range(cluster.size) if g not in offered and rng.random() < 0.2}
+    settled = Packer(cluster, shared=index.by_machine, size=index.size)
+    settled.settle(offered - leftover, leftover - offered)
+    built = Packer(cluster, leftover)
+    assert settled.by_machine == built.by_machine and len(settled) == len(built)
+    for _ in range(6):
+        gang = rng.choice((1, 2, 3, 4, 8, 12))
+        assert settled.take(gang) == built.take(gang)
+        assert settled.gpus() == built.gpus()
+    assert {m: list(f) for m, f in index.by_machine.items()} == before

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.cluster import Cluster
-from themis.model.placement import Packer, fastest_place, worth_moving
+from themis.model.placement import OfferIndex, Packer, fastest_place, worth_moving
 from themis.model.state import AppState, JobState
 
 
@@ -23,15 +23,18 @@ def allocate_leftover(
     planned: set[int],
     leftover: set[int],
     now: float,
+    offer: tuple[OfferIndex, set[int]] | None = None,
 ) -> dict[JobState, tuple[int, ...]]:
     """Place waiting jobs of ``candidates`` (in priority order) on ``leftover`` GPUs.
 
     ``planned`` holds ids of JobState objects already running after this round. Returns new
-    placements; ``leftover`` is consumed in place.
+    placements; ``leftover`` is consumed in place. ``offer``: the round's offer index and
+    its GPUs, when the leftover is mostly that offer (the arbiter's): the packer over the
+    leftover then starts from the offer's lists, changed where they differ.
     """
     queues: dict[int, list[JobState]] = {}  # built on first use: leftover often runs out early
     placed: dict[JobState, tuple[int, ...]] = {}
-    pool = _Pool(cluster, leftover)
+    pool = _Pool(cluster, leftover, offer)
     for best_only in (True, False):
         # Untyped clusters: a job that cannot be placed now cannot be later in the same
         # series of passes (the leftover only shrinks: no more room, no renewal on GPUs
@@ -70,14 +73,22 @@ class _Pool:
     with every placement: one packer per allocation instead of one per gang placed (a
     packer's answers depend only on the GPUs it holds, so they are the same)."""
 
-    def __init__(self, cluster: Cluster, leftover: set[int]) -> None:
+    def __init__(
+        self, cluster: Cluster, leftover: set[int], offer: tuple[OfferIndex, set[int]] | None
+    ) -> None:
         self.cluster = cluster
         self.leftover = leftover
+        self._offer = offer
         self._packer: Packer | None = None
 
     def packer(self) -> Packer:
         if self._packer is None:
-            self._packer = Packer(self.cluster, self.leftover)
+            if self._offer is None:
+                self._packer = Packer(self.cluster, self.leftover)
+            else:  # the same lists, from the offer's: two set differences in C
+                index, offered = self._offer
+                self._packer = Packer(self.cluster, shared=index.by_machine, size=index.size)
+                self._packer.settle(offered - self.leftover, self.leftover - offered)
         return self._packer
 
     def remove(self, gpus: tuple[int, ...]) -> None:

@@ -418,7 +418,7 @@ class Arbiter:
             order = [a for a in wanting if a.app_id not in winners] + [
                 a for a in wanting if a.app_id in winners
             ]
-            placed = allocate_leftover(self.cluster, order, planned, leftover, now)
+            placed = allocate_leftover(self.cluster, order, planned, leftover, now, (index, pool))
             for job, gpus in placed.items():
                 # 6. Leases for every new or renewed placement.
                 grants[job] = Assignment(gpus, until)

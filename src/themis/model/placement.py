@@ -6,7 +6,7 @@ holes open for large gangs, which is what placement-sensitive apps need later.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate, chain, islice
 from typing import overload
@@ -22,9 +22,26 @@ class Packer:
     the number of machines per gang instead of re-sorting the pool for every gang.
     """
 
-    def __init__(self, cluster: Cluster, available: Iterable[int]) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        available: Iterable[int] = (),
+        shared: Mapping[int, list[int]] | None = None,
+        size: int | None = None,
+    ) -> None:
+        """``shared``: start from these per-machine lists (each ascending, none empty)
+        instead of ``available``, sharing each with its owner until this packer first
+        changes it (copy on write): a round's packers start from the offer's lists, of
+        which each touches a few. ``size``: how many GPUs they hold, when known."""
         self.cluster = cluster
-        self.by_machine: dict[int, list[int]] = {}
+        #: The machines whose lists this packer copied (None: every list is its own).
+        self._own: set[int] | None = None
+        if shared is not None:
+            self.by_machine = dict(shared)
+            self._own = set()
+            self.size = sum(map(len, shared.values())) if size is None else size
+            return
+        self.by_machine = {}
         machine_of = cluster.machine_of
         gpus = sorted(available)
         for g in gpus:
@@ -39,8 +56,31 @@ class Packer:
         return self.size
 
     def _changing(self, machine: int) -> list[int]:
-        """``machine``'s free list, about to be changed (see ``OrderedPacker``)."""
-        return self.by_machine[machine]
+        """``machine``'s free list, about to be changed: copied first if shared."""
+        own = self._own
+        if own is None or machine in own:
+            return self.by_machine[machine]
+        own.add(machine)
+        free = self.by_machine[machine] = list(self.by_machine[machine])
+        return free
+
+    def settle(self, removed: Iterable[int], added: Iterable[int]) -> None:
+        """Take ``removed`` (held here) out and put ``added`` (not held here) in, as if the
+        packer had been built on the GPUs after the change: machines left empty go."""
+        machine_of = self.cluster.machine_of
+        for g in removed:
+            m = machine_of[g]
+            free = self._changing(m)
+            free.remove(g)
+            self.size -= 1
+            if not free:
+                del self.by_machine[m]
+        for g in added:
+            m = machine_of[g]
+            if m not in self.by_machine:
+                self.by_machine[m] = []
+            insort(self._changing(m), g)
+            self.size += 1
 
     def gpus(self) -> set[int]:
         return {g for free in self.by_machine.values() for g in free}
@@ -186,33 +226,20 @@ class OrderedPacker(Packer):
         the positions read the index's offer (``preference`` itself is not read)."""
         if index is None:
             super().__init__(cluster, preference)
-        else:
-            self.cluster = cluster
-            self.size = index.size
-            if index.size >= SHARED_LISTS:
-                # The index's lists, shared until this packer first changes one (copy on
-                # write): a bid touches a few machines of an offer that may span thousands.
-                self.by_machine = dict(index.by_machine)
-                self._own: set[int] | None = set()
-            else:  # a small offer: copying it costs less than tracking what was copied
-                self.by_machine = {m: list(free) for m, free in index.by_machine.items()}
-                self._own = None
-        if index is None:
-            self._own = None  # built from ``preference``: every list is this packer's
+        elif index.size >= SHARED_LISTS:
+            # The index's lists, shared until this packer first changes one (copy on
+            # write): a bid touches a few machines of an offer that may span thousands.
+            super().__init__(cluster, shared=index.by_machine, size=index.size)
+        else:  # a small offer: copying it costs less than tracking what was copied
+            lists = {m: list(f) for m, f in index.by_machine.items()}
+            super().__init__(cluster, shared=lists, size=index.size)
+            self._own = None
         # With an index the walk reads the index's offer (``take``): nothing to copy.
         self.preference = list(preference) if index is None else preference
         self._index = index
         self._start = start
         self._rank: dict[int, int] | None = None  # built when a gang of several needs it
         self._cursor = 0
-
-    def _changing(self, machine: int) -> list[int]:
-        own = self._own
-        if own is None or machine in own:
-            return self.by_machine[machine]
-        own.add(machine)
-        free = self.by_machine[machine] = list(self.by_machine[machine])
-        return free
 
     @property
     def rank(self) -> dict[int, int]:
