@@ -57,6 +57,7 @@ SRC = HERE.parent / "src"
 #: subclass ("Non-extension classes may not inherit from extension classes").
 DEFAULT_MODULES = (
     "themis.arbiter.round",
+    "themis.arbiter.offer",
     "themis.arbiter.leftover",
     "themis.arbiter.reservation",
     "themis.agent.agent",
@@ -72,6 +73,7 @@ DEFAULT_MODULES = (
     "themis.auction.partial_allocation",
     "themis.auction.bids",
     "themis.auction.solver",
+    "themis.auction.lp_path",
     "themis.auction.budget",
     "themis.policies._pool",
     "themis.model.workload",
