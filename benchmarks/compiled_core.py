@@ -54,7 +54,9 @@ SRC = HERE.parent / "src"
 #: the Themis policy and the auction's Python side (the solver calls numpy and HiGHS).
 #: Not ``themis.policies.base``: its ``Policy`` would become an extension class, which
 #: the registered (class-decorated) Themis policy and the interpreted policies may not
-#: subclass ("Non-extension classes may not inherit from extension classes").
+#: subclass ("Non-extension classes may not inherit from extension classes"). Nor
+#: ``themis.auction.lp_path``: it compiles, but its warm start copies an LP with
+#: ``object.__new__``, which a compiled class refuses at run time.
 DEFAULT_MODULES = (
     "themis.arbiter.round",
     "themis.arbiter.offer",
@@ -73,7 +75,6 @@ DEFAULT_MODULES = (
     "themis.auction.partial_allocation",
     "themis.auction.bids",
     "themis.auction.solver",
-    "themis.auction.lp_path",
     "themis.auction.budget",
     "themis.policies._pool",
     "themis.model.workload",
