@@ -20,6 +20,7 @@ from typing import ClassVar
 from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
+from themis.policies._pool import FreePool
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,11 @@ class SchedulingView:
     def free_set(self) -> set[int]:
         """The free GPUs as a set, for callers that need no order (no sort of the
         mechanism's books). Views that narrow ``free_gpus`` narrow this too."""
-        if self.free is not None:
-            return set(self.free)
+        free = self.free
+        if isinstance(free, FreePool):
+            return free.free.copy()  # a set's copy: no rehash of every free GPU
+        if free is not None:
+            return set(free)
         return set(self.free_gpus())
 
     def free_count(self) -> int:
