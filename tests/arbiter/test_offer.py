@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import themis.arbiter.leftover as leftover_module
+import themis.arbiter.offer as offer_module
+import themis.model.placement as placement_module
 from themis.arbiter.offer import OfferOrder, machine_ranks, offer_order
 from themis.model.cluster import Cluster
+from themis.model.placement import (
+    SHARED_LISTS,
+    OfferIndex,
+    OfferPositions,
+    OrderedPacker,
+    RotatedOffer,
+)
+from themis.model.profiles import load_profiles
+from themis.policies import PolicyOptions, make_policy
+from themis.simulator.engine import simulate
+from themis.workload.generator import GeneratorSpec, generate
 
 SPECS = ("1x1x4", "1x2x8", "2x3x4", "2x4x8", "1x4x8:v100+1x2x4:k80")
 
@@ -27,9 +42,17 @@ def rounds(draw: st.DrawFn) -> tuple[Cluster, list[set[int]]]:
     return cluster, pools
 
 
-@settings(max_examples=300, deadline=None)
-@given(rounds())
-def test_kept_offer_is_the_offer_built_anew(case: tuple[Cluster, list[set[int]]]) -> None:
+@pytest.mark.parametrize("found_from", [0, SHARED_LISTS])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=rounds())
+def test_kept_offer_is_the_offer_built_anew(
+    case: tuple[Cluster, list[set[int]]], found_from: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``found_from``: offers from this size on find their positions when asked
+    (``OfferPositions``), as offers of 256 GPUs or more do; 0 tries it on every offer."""
+    monkeypatch.setattr(offer_module, "SHARED_LISTS", found_from)
     cluster, pools = case
     kept = OfferOrder(cluster)
     first = machine_ranks(cluster)
@@ -37,6 +60,7 @@ def test_kept_offer_is_the_offer_built_anew(case: tuple[Cluster, list[set[int]]]
     for pool in pools:
         index = kept(set(pool))
         offer, on = index.offer, index.by_machine
+        assert isinstance(index.position, OfferPositions) == (len(offer) >= found_from)
         fresh_offer, fresh_on = offer_order(cluster.machine_of, first, set(pool))
         assert list(offer) == fresh_offer
         assert on == fresh_on
@@ -71,3 +95,44 @@ def test_a_round_that_changes_one_gpu_reorders_its_machine() -> None:
     index = kept({4, 5, 6, 8, 9})
     assert index.offer == [8, 9, 4, 5, 6]
     assert 0 not in index.by_machine and 0 not in index.position
+
+
+def _shared_from(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """Offers from ``size`` GPUs on take the large-offer paths: kept offer order, positions
+    found when asked, bidders walking the offer in place, the leftover's packer settled
+    from the offer's lists."""
+    for module in (placement_module, offer_module, leftover_module):
+        monkeypatch.setattr(module, "SHARED_LISTS", size)
+
+
+def test_large_offer_paths_decide_what_small_offer_paths_decide(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A whole Themis run on 320 GPUs with every offer on the large-offer paths and with
+    every offer on the small ones (the code before those paths): the same schedule."""
+    cluster = Cluster.from_spec("4x10x8")
+    workload = generate(
+        GeneratorSpec(jobs=500, seed=7, gpus=cluster.size, load=1.5), load_profiles()
+    )
+    runs = []
+    for size in (0, 10**9):
+        _shared_from(monkeypatch, size)
+        result = simulate(workload, cluster, make_policy("themis", PolicyOptions()))
+        runs.append([(i.start, i.end, i.app_id, i.job_id, i.gpus) for i in result.intervals])
+    assert runs[0] == runs[1]
+    assert len(runs[0]) > 500
+
+
+def test_a_bidder_walks_around_the_end_of_a_large_offer() -> None:
+    """A bidder whose start is near the end of a large offer walks on from the offer's
+    first GPU, as the packer of its rotated copy does."""
+    cluster = Cluster.from_spec("5x10x8")  # 400 GPUs, 50 machines of 8
+    offer = list(range(cluster.size))
+    start = 390
+    index = OfferIndex(cluster, offer)
+    assert index.size >= SHARED_LISTS
+    walked = OrderedPacker(cluster, RotatedOffer(offer, start), index, start)
+    copied = OrderedPacker(cluster, offer[start:] + offer[:start])
+    takes = [1] * 10 + [8, 4, 1, 8]  # the last ten GPUs, then on from GPU 0
+    assert [walked.take(g) for g in takes] == [copied.take(g) for g in takes]
+    assert walked.gpus() == copied.gpus()

@@ -13,7 +13,13 @@ from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.cluster import Cluster
-from themis.model.placement import OfferIndex, Packer, fastest_place, worth_moving
+from themis.model.placement import (
+    SHARED_LISTS,
+    OfferIndex,
+    Packer,
+    fastest_place,
+    worth_moving,
+)
 from themis.model.state import AppState, JobState
 
 
@@ -83,9 +89,9 @@ class _Pool:
 
     def packer(self) -> Packer:
         if self._packer is None:
-            if self._offer is None:
+            if self._offer is None or self._offer[0].size < SHARED_LISTS:
                 self._packer = Packer(self.cluster, self.leftover)
-            else:  # the same lists, from the offer's: two set differences in C
+            else:  # the same lists, from a large offer's: two set differences in C
                 index, offered = self._offer
                 self._packer = Packer(self.cluster, shared=index.by_machine, size=index.size)
                 self._packer.settle(offered - self.leftover, self.leftover - offered)

@@ -19,7 +19,7 @@ from itertools import chain
 from operator import itemgetter
 
 from themis.model.cluster import Cluster
-from themis.model.placement import OfferIndex, OfferPositions
+from themis.model.placement import SHARED_LISTS, OfferIndex, OfferPositions
 
 #: Machine keys (free GPUs on it, its first GPU's topology rank, machine): sorted, they
 #: give the offer's order of machines. The rank alone is unique; the machine rides along.
@@ -73,6 +73,12 @@ class OfferOrder:
 
     def __call__(self, pool: set[int]) -> OfferIndex:
         """The offer of ``pool``, indexed for the bidders (``OfferIndex``)."""
+        if len(pool) < SHARED_LISTS:
+            # A small offer costs less to build anew than to keep: keep nothing (the next
+            # large one is built anew too), and store its positions.
+            self._pool, self._on, self._keys = set(), {}, []
+            offer, on = offer_order(self._machine_of, self._first, pool)
+            return OfferIndex(self._cluster, offer, on)
         added = pool - self._pool
         removed = self._pool - pool
         if 2 * (len(added) + len(removed)) >= len(pool):

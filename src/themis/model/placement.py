@@ -200,7 +200,8 @@ class Packer:
 
 
 #: Offers of at least this many GPUs are shared by the bidders' packers until each changes
-#: a machine's list (``OrderedPacker``); smaller ones are copied whole.
+#: a machine's list (``OrderedPacker``), and the arbiter finds their positions when asked
+#: (``OfferPositions``); smaller ones are copied whole and their positions stored.
 SHARED_LISTS = 256
 
 
@@ -231,11 +232,19 @@ class OrderedPacker(Packer):
             # write): a bid touches a few machines of an offer that may span thousands.
             super().__init__(cluster, shared=index.by_machine, size=index.size)
         else:  # a small offer: copying it costs less than tracking what was copied
-            lists = {m: list(f) for m, f in index.by_machine.items()}
-            super().__init__(cluster, shared=lists, size=index.size)
+            self.cluster = cluster
+            self.by_machine = {m: list(f) for m, f in index.by_machine.items()}
+            self.size = index.size
             self._own = None
-        # With an index the walk reads the index's offer (``take``): nothing to copy.
-        self.preference = list(preference) if index is None else preference
+        #: What ``take`` walks: a large index's offer from ``start`` on, in place; else a
+        #: copy of ``preference`` (a small offer costs less to copy than to walk around).
+        self._walk: tuple[Sequence[int], int]
+        if index is not None and index.size >= SHARED_LISTS:
+            self.preference: Sequence[int] = preference
+            self._walk = (index.offer, start)
+        else:
+            self.preference = list(preference)
+            self._walk = (self.preference, 0)
         self._index = index
         self._start = start
         self._rank: dict[int, int] | None = None  # built when a gang of several needs it
@@ -266,26 +275,27 @@ class OrderedPacker(Packer):
             return None
         machine_of = self.cluster.machine_of
         by_machine = self.by_machine
-        # The preference is the index's offer from ``_start`` on (walked in place, never
-        # copied: the offer may hold thousands of GPUs, a bid takes a few), else our list.
-        index = self._index
-        pref, offset = (self.preference, 0) if index is None else (index.offer, self._start)
+        # The preference: a large index's offer from ``_start`` on, walked in place (never
+        # copied: it may hold thousands of GPUs, a bid takes a few), else our own list.
+        pref, offset = self._walk
         n = len(pref)
+        split = n - offset  # walk position p is pref[p + offset], or pref[p - split] past it
         cursor = self._cursor
         # Every GPU before the cursor is taken (GPUs never come back to the pool).
-        while cursor < n and pref[(offset + cursor) % n] not in by_machine.get(
-            machine_of[pref[(offset + cursor) % n]], ()
-        ):
+        while cursor < n:
+            g = pref[cursor + offset if cursor < split else cursor - split]
+            if g in by_machine.get(machine_of[g], ()):
+                break
             cursor += 1
         self._cursor = cursor
         if gang == 1:
             # The first free GPU in preference order is its machine's first free one.
-            g = pref[(offset + cursor) % n]
+            g = pref[cursor + offset if cursor < split else cursor - split]
             self._changing(machine_of[g]).remove(g)
             self.size -= 1
             return (g,)
         for i in range(cursor, n):
-            g = pref[(offset + i) % n]
+            g = pref[i + offset if i < split else i - split]
             free = by_machine[machine_of[g]]
             if g in free and len(free) >= gang:
                 picked = sorted(free, key=self._position)[:gang]
