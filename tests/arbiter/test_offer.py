@@ -6,7 +6,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import themis.arbiter.leftover as leftover_module
 import themis.arbiter.offer as offer_module
 import themis.model.placement as placement_module
 from themis.arbiter.offer import OfferOrder, machine_ranks, offer_order
@@ -101,7 +100,7 @@ def _shared_from(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     """Offers from ``size`` GPUs on take the large-offer paths: kept offer order, positions
     found when asked, bidders walking the offer in place, the leftover's packer settled
     from the offer's lists."""
-    for module in (placement_module, offer_module, leftover_module):
+    for module in (placement_module, offer_module):
         monkeypatch.setattr(module, "SHARED_LISTS", size)
 
 

@@ -13,13 +13,7 @@ from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
 from themis.model.cluster import Cluster
-from themis.model.placement import (
-    SHARED_LISTS,
-    OfferIndex,
-    Packer,
-    fastest_place,
-    worth_moving,
-)
+from themis.model.placement import OfferIndex, Packer, fastest_place, worth_moving
 from themis.model.state import AppState, JobState
 
 
@@ -89,7 +83,7 @@ class _Pool:
 
     def packer(self) -> Packer:
         if self._packer is None:
-            if self._offer is None or self._offer[0].size < SHARED_LISTS:
+            if self._offer is None or not self._offer[0].shared:
                 self._packer = Packer(self.cluster, self.leftover)
             else:  # the same lists, from a large offer's: two set differences in C
                 index, offered = self._offer

@@ -39,7 +39,7 @@ from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, t_cluster, verified_rho
 from themis.model.cluster import Cluster, SetShape
-from themis.model.placement import SHARED_LISTS, RotatedOffer, pack_gang
+from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
 from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
 
@@ -360,12 +360,7 @@ class Arbiter:
         bids = []
         for k, app in enumerate(offered):
             start = k * len(offer) // len(offered)
-            # A large offer is walked in place (a view); a small one is cheaper copied.
-            rotated = (
-                RotatedOffer(offer, start)
-                if len(offer) >= SHARED_LISTS
-                else [*offer[start:], *offer[:start]]
-            )
+            rotated = index.rotated(start)
             bids.append(
                 agents[app.app_id].bid(
                     now,

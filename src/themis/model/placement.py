@@ -222,27 +222,26 @@ class OrderedPacker(Packer):
         start: int = 0,
     ) -> None:
         """``index``: the round's offer indexed once, when ``preference`` is that offer
-        rotated to begin at position ``start`` (each bidder's, e.g. a ``RotatedOffer``):
-        the pool is then copied from the index instead of sorted anew, and the walk and
-        the positions read the index's offer (``preference`` itself is not read)."""
-        if index is None:
-            super().__init__(cluster, preference)
-        elif index.size >= SHARED_LISTS:
+        rotated to begin at position ``start`` (each bidder's: ``OfferIndex.rotated``): the
+        pool is then copied from the index instead of sorted anew, and positions are read
+        from it. A large (``shared``) index's lists are shared and its offer walked in
+        place, ``preference`` not read; a small one is copied, ``preference`` with it."""
+        #: What ``take`` walks: a walk position p is ``pref[offset + p]``, around the end.
+        self._walk: tuple[Sequence[int], int]
+        if index is not None and index.shared:
             # The index's lists, shared until this packer first changes one (copy on
             # write): a bid touches a few machines of an offer that may span thousands.
             super().__init__(cluster, shared=index.by_machine, size=index.size)
-        else:  # a small offer: copying it costs less than tracking what was copied
-            self.cluster = cluster
-            self.by_machine = {m: list(f) for m, f in index.by_machine.items()}
-            self.size = index.size
-            self._own = None
-        #: What ``take`` walks: a large index's offer from ``start`` on, in place; else a
-        #: copy of ``preference`` (a small offer costs less to copy than to walk around).
-        self._walk: tuple[Sequence[int], int]
-        if index is not None and index.size >= SHARED_LISTS:
             self.preference: Sequence[int] = preference
             self._walk = (index.offer, start)
         else:
+            if index is None:
+                super().__init__(cluster, preference)
+            else:  # a small offer: copying it costs less than tracking what was copied
+                self.cluster = cluster
+                self.by_machine = {m: list(f) for m, f in index.by_machine.items()}
+                self.size = index.size
+                self._own = None
             self.preference = list(preference)
             self._walk = (self.preference, 0)
         self._index = index
@@ -353,9 +352,18 @@ class OfferIndex:
         self.by_machine = by_machine
         self.offer = offer
         self.size = len(offer)
+        #: A large offer (``SHARED_LISTS``): the bidders' packers and the leftover's share
+        #: its lists (copy on write) and walk it in place; a small one costs less copied.
+        self.shared = self.size >= SHARED_LISTS
         if position is None:
             position = dict(zip(offer, range(len(offer)), strict=True))
         self.position = position
+
+    def rotated(self, start: int) -> Sequence[int]:
+        """The offer as the bidder that starts at position ``start`` walks it: a view of a
+        shared offer, a copy of a small one."""
+        offer = self.offer
+        return RotatedOffer(offer, start) if self.shared else [*offer[start:], *offer[:start]]
 
 
 class OfferPositions(Mapping[int, int]):
