@@ -41,6 +41,9 @@ from themis.workload.formats import gang_field
 
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
+#: Seconds past a grant's end (and the batching window) within which a job's end event is
+#: queued at once (``Simulator._queue_end``); a later end waits for the grant's round.
+_LATER = 1.0
 
 #: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
 #: round then holds several apps' GPUs at once instead of one lease at a time.
@@ -207,6 +210,15 @@ class Simulator:
         self.intervals: list[Interval] = []
         self.rounds = 0
         self._heap: list[tuple[float, int, Event]] = []
+        # The end events of running jobs whose grants end first, kept out of the heap: most
+        # such jobs are stopped when the grant ends (a time slice, a lease handed on), and
+        # an end queued for each start made the heap hold one dead event per hold of a GPU
+        # set (1.1 million under Gandiva). An end is queued once a renewal or the policy's
+        # leaving the job be lets it run to it. A stopped job's end leaves only its time in
+        # ``_ghosts``: a dead event handles nothing, but its time still counts in the
+        # batching of one instant (``_run``), so the times are kept for that, exactly.
+        self._later_ends: dict[JobState, tuple[float, int, Event]] = {}
+        self._ghosts: list[float] = []
         self._seq = itertools.count()
         self._wakes: set[float] = set()
         self._grant_ends: list[tuple[float, int, JobState]] = []  # see any_grant_ending
@@ -232,13 +244,20 @@ class Simulator:
     def _run(self) -> SimulationResult:
         for spec in sorted(self.workload.apps, key=lambda a: a.arrival):
             self._push(spec.arrival, AppArrival(spec))
-        while self._heap:
-            first, _, event = heapq.heappop(self._heap)
-            batch = [event]
-            now = first
-            while self._heap and self._heap[0][0] <= first + EPSILON:
-                now, _, event = heapq.heappop(self._heap)
+        heap, ghosts = self._heap, self._ghosts
+        while heap:
+            if ghosts and ghosts[0] < heap[0][0]:
+                first = now = heapq.heappop(ghosts)
+                batch = []
+            else:
+                first, _, event = heapq.heappop(heap)
+                batch = [event]
+                now = first
+            while heap and heap[0][0] <= first + EPSILON:
+                now, _, event = heapq.heappop(heap)
                 batch.append(event)
+            while ghosts and ghosts[0] <= first + EPSILON:
+                now = max(now, heapq.heappop(ghosts))
             # One instant: handled at its latest time, so nothing happens before it is due.
             needs_round = False
             for event in batch:
@@ -406,6 +425,9 @@ class Simulator:
         self.rounds += 1
         changed = frozenset(self._changed_apps)
         self._changed_apps.clear()  # from here on: changes for the next round
+        horizon = now + self.batch_window
+        ending = self._ending_grants(horizon)
+        ended = tuple(ending)  # the view's list is the policy's to use
         view = SchedulingView(
             now,
             self.cluster,
@@ -415,7 +437,7 @@ class Simulator:
             self._free,
             changed,
             self._rank,
-            self._ending_grants(now + self.batch_window),
+            ending,
             share_count=self._n_avg.share_count,
         )
         if self.policy.incremental:
@@ -431,7 +453,14 @@ class Simulator:
             schedule = self.policy.schedule(view)
             self._check(schedule)
             self._apply(schedule, now)
-        if not self._holder and not self._heap:  # no job runs (each holds its GPUs)
+        later = self._later_ends
+        if later:
+            for job in ended:  # a grant the policy let end with the job running on
+                if job in later and (job.until is None or job.until <= horizon + EPSILON):
+                    heapq.heappush(self._heap, later.pop(job))
+        if (
+            not self._holder and not self._heap and not self._ghosts
+        ):  # no job runs (each holds its GPUs)
             raise AssertionError(
                 f"policy '{self.policy.name}' left every GPU idle at t={now} with work waiting"
             )
@@ -534,22 +563,34 @@ class Simulator:
         """Start or extend the grants of ``schedule``; the GPUs of the jobs that start
         leave the free pool unless ``take`` is False (the caller settles the pool)."""
         free = self._free if take else None
+        later = self._later_ends
         for job, grant in schedule.items():
+            end: tuple[float, int, Event] | None
             if not job.gpus:
-                self._start(job, grant.gpus, now)
+                end = self._start(job, grant.gpus, now)
                 for g in job.gpus:
                     self._holder[g] = job
                 if free is not None:
                     for g in job.gpus:
                         free.remove(g)
-            if grant.until is not None and grant.until != job.until:
-                heapq.heappush(self._grant_ends, (grant.until, next(self._grant_seq), job))
-            job.until = grant.until
-            if grant.until is not None and grant.until not in self._wakes:
-                self._wakes.add(grant.until)
-                self._push(grant.until, GrantEnd())
+            else:
+                end = later.pop(job, None) if later else None
+            until = grant.until
+            if until is not None and until != job.until:
+                heapq.heappush(self._grant_ends, (until, next(self._grant_seq), job))
+            job.until = until
+            if end is not None:
+                if until is None or end[0] <= until + self.batch_window + _LATER:
+                    heapq.heappush(self._heap, end)
+                else:
+                    later[job] = end
+            if until is not None and until not in self._wakes:
+                self._wakes.add(until)
+                self._push(until, GrantEnd())
 
-    def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
+    def _start(self, job: JobState, gpus: tuple[int, ...], now: float) -> tuple[float, int, Event]:
+        """Start ``job`` on ``gpus``; returns its end event as a heap entry (its place
+        in the order of events taken now), for ``_grants`` to queue or keep back."""
         cluster = self.cluster
         gpu_type = cluster.gang_type(gpus) if cluster.typed else None
         profile = (
@@ -567,7 +608,7 @@ class Simulator:
         left = stop - job.done
         if not left > 0.0:  # exactly max(0.0, left), as remaining_at was
             left = 0.0
-        self._push(now + self.restart_cost + left / job.rate, JobEnd(job, token))
+        return (now + self.restart_cost + left / job.rate, next(self._seq), JobEnd(job, token))
 
     def _stop(self, job: JobState, now: float, release: bool = True) -> None:
         """Stop ``job``; its GPUs go back to the free pool unless ``release`` is False
@@ -585,6 +626,10 @@ class Simulator:
                     pool.add(g)
         job.stop(now, best)
         self.tokens.pop(id(job), None)
+        if self._later_ends:
+            end = self._later_ends.pop(job, None)
+            if end is not None:
+                heapq.heappush(self._ghosts, end[0])
 
 
 _gc_lock = threading.Lock()
