@@ -42,7 +42,7 @@ from themis.workload.formats import gang_field
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 #: Seconds past a grant's end (and the batching window) within which a job's end event is
-#: queued at once (``Simulator._queue_end``); a later end waits for the grant's round.
+#: queued at its start (``Simulator._grants``); a later end waits for the grant's round.
 _LATER = 1.0
 
 #: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
@@ -426,8 +426,7 @@ class Simulator:
         changed = frozenset(self._changed_apps)
         self._changed_apps.clear()  # from here on: changes for the next round
         horizon = now + self.batch_window
-        ending = self._ending_grants(horizon)
-        ended = tuple(ending)  # the view's list is the policy's to use
+        ending = self._ending_grants(horizon)  # policies read it (``ending_jobs`` copies)
         view = SchedulingView(
             now,
             self.cluster,
@@ -455,12 +454,11 @@ class Simulator:
             self._apply(schedule, now)
         later = self._later_ends
         if later:
-            for job in ended:  # a grant the policy let end with the job running on
+            for job in ending:  # a grant the policy let end with the job running on
                 if job in later and (job.until is None or job.until <= horizon + EPSILON):
                     heapq.heappush(self._heap, later.pop(job))
-        if (
-            not self._holder and not self._heap and not self._ghosts
-        ):  # no job runs (each holds its GPUs)
+        # No job runs (each holds its GPUs) and no event is due, not even a dead one.
+        if not self._holder and not self._heap and not self._ghosts:
             raise AssertionError(
                 f"policy '{self.policy.name}' left every GPU idle at t={now} with work waiting"
             )
