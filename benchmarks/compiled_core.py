@@ -78,6 +78,7 @@ DEFAULT_MODULES = (
     "themis.auction.budget",
     "themis.policies._pool",
     "themis.model.workload",
+    "themis.model.profiles",
 )
 #: The files a run writes (``themis simulate --out``) that must not differ.
 RUN_FILES = ("summary.json", "apps.csv", "allocations.csv")

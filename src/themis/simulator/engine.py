@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from themis.errors import ThemisError
 from themis.fairness.ftf import t_cluster
@@ -114,9 +115,13 @@ class _NAvg:
         return self.shares.share_count(app.app_id)
 
 
-@dataclass(frozen=True)
-class Interval:
-    """One job holding one GPU set without interruption."""
+class Interval(NamedTuple):
+    """One job holding one GPU set without interruption.
+
+    A named tuple, not a frozen dataclass: a run makes one per hold (1.1 million for
+    Gandiva's time slices on the bundled trace), and a frozen dataclass's ``__init__``
+    sets each field through ``object.__setattr__``, in Python even where the engine is
+    compiled."""
 
     start: float
     end: float
