@@ -2,7 +2,8 @@
 
     nice .venv/bin/python benchmarks/compiled_core.py [--jobs 10000] [--modules M,M,...]
                                                       [--lease-align S] [--skip-bundled]
-                                                      [--skip-jobs] [--comparison] [--keep DIR]
+                                                      [--skip-jobs] [--comparison [--repeat N]]
+                                                      [--keep DIR]
 
 Copies ``src/themis`` twice into a fresh temporary directory: one copy stays pure Python,
 the other gets ``--modules`` compiled in place by mypyc (``python -m mypyc``, run in the
@@ -21,7 +22,8 @@ on
   ``targets.py`` (0, the default: decisions as by default);
 - ``--comparison``: the bundled comparison of every registered policy (``targets.py``'s
   third target), with the policies' own modules compiled too (``POLICY_MODULES``), each
-  policy's CPU seconds and a SHA-256 of its run's files.
+  policy's CPU seconds and a SHA-256 of its run's files; with ``--repeat N``, N runs of
+  it, pure and compiled alternated, each policy's median (the files must not change).
 
 Each child reports the CPU seconds of the simulation (``time.process_time`` around
 ``simulate``), the rounds, where ``themis`` and the compiled modules were imported from
@@ -38,6 +40,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -271,6 +274,20 @@ def check_copies(pure_run: dict, compiled_run: dict, pure: Path, compiled: Path)
         raise RuntimeError(f"not compiled in the compiled run: {not_so}")
 
 
+def median_rows(runs: list[dict]) -> dict:
+    """One comparison of several runs: each policy's median CPU seconds; its rounds and
+    files must be the same in every run (a repeat that decides otherwise is a bug)."""
+    first = runs[0]
+    for run in runs[1:]:
+        if [r[2:] for r in run["rows"]] != [r[2:] for r in first["rows"]]:
+            raise RuntimeError("a repeated comparison wrote other files")
+    rows = [
+        [row[0], statistics.median(run["rows"][k][1] for run in runs), *row[2:]]
+        for k, row in enumerate(first["rows"])
+    ]
+    return {**first, "rows": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=10_000)
@@ -286,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         "--comparison",
         action="store_true",
         help="also the bundled comparison of every registered policy (their modules compiled too)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="--comparison: run it this many times, pure and compiled alternated; "
+        "each policy's CPU seconds are its median (the machine drifts by 10%%)",
     )
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep it")
     args = parser.parse_args(argv)
@@ -359,11 +383,22 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         if args.comparison:
-            comparison = {
-                kind: child(root, COMPARISON.format(modules=kept if kind == "compiled" else []))
-                for kind, root in (("pure", pure), ("compiled", compiled))
-            }
+            repeats: dict[str, list[dict]] = {"pure": [], "compiled": []}
+            for _ in range(args.repeat):  # alternated, so both copies share each moment
+                for kind, root in (("pure", pure), ("compiled", compiled)):
+                    code = COMPARISON.format(modules=kept if kind == "compiled" else [])
+                    repeats[kind].append(child(root, code))
+            comparison = {kind: median_rows(runs) for kind, runs in repeats.items()}
             check_copies(comparison["pure"], comparison["compiled"], pure, compiled)
+            if args.repeat > 1:
+                for kind, runs in repeats.items():
+                    sums = sorted(sum(r[1] for r in run["rows"]) for run in runs)
+                    print(
+                        f"all policies, {kind}, {len(sums)} runs: "
+                        + ", ".join(f"{x:.2f}" for x in sums)
+                        + f" s (median {statistics.median(sums):.2f})",
+                        flush=True,
+                    )
             print("\n| policy (bundled comparison) | pure CPU s | compiled CPU s | ratio ", end="")
             print("| identical |")
             print("|---|---:|---:|---:|---|")

@@ -3,11 +3,14 @@ and finishes they must equal a rebuild from scratch, float for float."""
 
 from __future__ import annotations
 
+import heapq
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from themis.agent.app_scheduler import waiting_order
+from themis.agent.app_scheduler import _merge, waiting_order
 from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
@@ -184,3 +187,23 @@ def test_done_by_gang_counts_observed_progress_not_declarations() -> None:
     assert short.done == 100.0 and short.observed == 150.0
     assert app.done_by_gang(200.0) == {1: GangWork(150.0, 150.0, 1), 2: GangWork(400.0, 400.0, 1)}
     assert app.done_by_gang(0.0) == {1: GangWork(150.0, 150.0, 1)}  # nothing made yet: left out
+
+
+@given(
+    st.lists(st.integers(0, 6), max_size=12),
+    st.lists(st.integers(0, 6), max_size=12),
+)
+def test_the_waiting_merge_is_heapq_merge_ties_to_idle_jobs(idle: list, running: list) -> None:
+    """``waiting_order``'s two-way merge yields what ``heapq.merge`` did, the idle job
+    first on equal remaining work (many trials of a sweep tie)."""
+    idle_jobs = [object() for _ in idle]
+    running_jobs = [object() for _ in running]
+    work = dict(zip(idle_jobs, sorted(idle, reverse=True), strict=True))
+    work.update(zip(running_jobs, sorted(running, reverse=True), strict=True))
+
+    def left(job: object, now: float) -> float:
+        return float(work[job])
+
+    expected = list(heapq.merge(idle_jobs, running_jobs, key=lambda j: -left(j, 0.0)))
+    got = list(_merge(iter(idle_jobs), running_jobs, left, 0.0))  # type: ignore[arg-type]
+    assert got == expected

@@ -9,7 +9,6 @@ GPUs allow.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Iterable, Iterator
 
 from themis.model.cluster import Cluster
@@ -34,7 +33,30 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
     running = sorted((j for j in running_jobs if id(j) not in skip), key=lambda j: -left(j, now))
     if not running:
         return idle
-    return heapq.merge(idle, running, key=lambda j: -left(j, now))
+    return _merge(idle, running, left, now)
+
+
+def _merge(
+    idle: Iterator[JobState],
+    running: list[JobState],
+    left: Callable[[JobState, float], float],
+    now: float,
+) -> Iterator[JobState]:
+    """``heapq.merge(idle, running, key=lambda j: -left(j, now))`` for two inputs, ties
+    to the idle job as there: a generator of its own, so that a compiled core compiles
+    it (``heapq.merge`` is Python)."""
+    keys = [-left(j, now) for j in running]
+    k = 0
+    n = len(running)
+    for job in idle:
+        mine = -left(job, now)
+        while k < n and keys[k] < mine:
+            yield running[k]
+            k += 1
+        yield job
+    while k < n:
+        yield running[k]
+        k += 1
 
 
 def order_measure(app: AppState) -> Callable[[JobState, float], float]:

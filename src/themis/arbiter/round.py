@@ -757,9 +757,9 @@ def tenant_weights(bidders: Sequence[AppState]) -> list[float] | None:
     weighted PA keeps truthful bidding dominant (``auction/partial_allocation.py``,
     tested against brute force). None, PA unweighted bit for bit, when every tenant bids
     once: every auction of a workload without owners."""
+    if len({a.spec.tenant for a in bidders}) == len(bidders):
+        return None  # checked with a set first: ``Counter`` is Python even when compiled
     counts = Counter(a.spec.tenant for a in bidders)
-    if len(counts) == len(bidders):
-        return None
     return [1.0 / counts[a.spec.tenant] for a in bidders]
 
 

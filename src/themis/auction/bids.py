@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class MenuEntry:
+class MenuEntry(NamedTuple):
     """If the app also got ``gpus``, its rho would be ``rho``. ``gpus`` is ordered by the
-    app's preference, which the whole-GPU rounding rule uses to decide what to keep."""
+    app's preference, which the whole-GPU rounding rule uses to decide what to keep.
+
+    Named tuples, this and ``Bid``, not frozen dataclasses: every agent makes them every
+    round, and a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``."""
 
     gpus: tuple[Hashable, ...]
     rho: float
 
 
-@dataclass(frozen=True)
-class Bid:
+class Bid(NamedTuple):
     """One app's bid: its rho if it won nothing this round (``rho_none``) and a menu of
     GPU bundles with the rho each would give it. The auction values a bundle by the
     improvement ``rho_none / rho``."""

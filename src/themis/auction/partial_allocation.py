@@ -43,6 +43,7 @@ import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import filterfalse
+from typing import NamedTuple
 
 from themis.auction.bids import Bid
 from themis.auction.budget import Budget, Limits
@@ -56,8 +57,7 @@ Trim = Callable[[str, tuple[Hashable, ...], int], tuple[Hashable, ...]]
 Units = Callable[[str, tuple[Hashable, ...]], "Sequence[int] | None"]
 
 
-@dataclass(frozen=True)
-class AppOutcome:
+class AppOutcome(NamedTuple):
     choice: tuple[Hashable, ...]  # x*_i, the proportional-fair bundle
     c: float  # the fraction PA grants
     granted: tuple[Hashable, ...]  # what the app actually receives

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from themis.auction.bounded import (
@@ -99,8 +98,9 @@ class Candidate(NamedTuple):
     mask: int  # bitmask of GPUs
 
 
-@dataclass(frozen=True)
-class Solution:
+class Solution(NamedTuple):
+    """A packing and its objective (a named tuple: every search returns several)."""
+
     objective: float
     chosen: Mapping[int, Candidate]  # bidder -> candidate
     #: A certified upper bound on the optimum when the search stopped on its budget before

@@ -197,9 +197,20 @@ class Cluster:
         return replace(whole, parts=parts)
 
     def _shape_untyped(self, gpus: tuple[int, ...]) -> SetShape:
-        per_machine = Counter(map(self.machine_of.__getitem__, gpus))
-        per_rack = Counter(map(self.rack_of.__getitem__, gpus))
-        return SetShape(len(gpus), max(per_machine.values()), max(per_rack.values()))
+        # Counted in a loop, not with ``Counter``: its ``__init__`` and ``update`` are
+        # Python, which a compiled core would call at every new set.
+        machine_of, rack_of = self.machine_of, self.rack_of
+        machines: dict[int, int] = {}
+        racks: dict[int, int] = {}
+        machine_max = rack_max = 0
+        for g in gpus:
+            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
+            if m > machine_max:
+                machine_max = m
+            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
+            if r > rack_max:
+                rack_max = r
+        return SetShape(len(gpus), machine_max, rack_max)
 
     def gang_type(self, gpus: Iterable[int]) -> str | None:
         """The GPU type a gang runs on (None on an untyped cluster); a gang that mixes

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.model.cluster import Cluster
@@ -23,10 +23,12 @@ from themis.model.state import AppState, JobState
 from themis.policies._pool import FreePool
 
 
-@dataclass(frozen=True)
-class Assignment:
+class Assignment(NamedTuple):
     """One job's grant after a round: its GPUs (the whole gang) and when the grant ends
-    (``None``: until the job finishes or a later round preempts it)."""
+    (``None``: until the job finishes or a later round preempts it).
+
+    A named tuple, not a frozen dataclass: every grant of every round makes one, and a
+    frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``."""
 
     gpus: tuple[int, ...]
     until: float | None = None
