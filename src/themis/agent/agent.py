@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
 from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
-from themis.model.cluster import Cluster, SetShape
+from themis.model.cluster import Cluster, SetShape, untyped_shape
 from themis.model.placement import OfferIndex, OrderedPacker, move_target
 from themis.model.state import AppState, JobState
 
@@ -297,7 +297,7 @@ def _prefixes(
         flat.extend(gang)
         cuts.append(len(flat))
         if n in sizes:
-            shape = SetShape(held + len(flat), machine_max, rack_max)
+            shape = untyped_shape(held + len(flat), machine_max, rack_max)
             out.append((tuple(flat), list(cuts), shape))
     return out
 

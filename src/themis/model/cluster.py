@@ -56,6 +56,23 @@ class SetShape:
 
 EMPTY_SHAPE = SetShape(0, 0, 0)
 
+_UNTYPED_SHAPES: dict[tuple[int, int, int], SetShape] = {}
+
+
+def untyped_shape(count: int, machine_max: int, rack_max: int) -> SetShape:
+    """``SetShape(count, machine_max, rack_max)``, one object per triple: agents build a
+    shape for every prefix of every bid, each round, and a frozen dataclass's
+    ``__init__`` is Python even in a compiled core. Equal either way (shapes compare by
+    value and never change)."""
+    key = (count, machine_max, rack_max)
+    shape = _UNTYPED_SHAPES.get(key)
+    if shape is None:
+        if len(_UNTYPED_SHAPES) >= _SHAPE_CACHE:
+            _UNTYPED_SHAPES.clear()
+        shape = _UNTYPED_SHAPES[key] = SetShape(count, machine_max, rack_max)
+    return shape
+
+
 #: How many GPU sets ``Cluster.shape_of`` remembers before starting afresh.
 _SHAPE_CACHE = 1 << 16
 
@@ -210,7 +227,7 @@ class Cluster:
             r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
             if r > rack_max:
                 rack_max = r
-        return SetShape(len(gpus), machine_max, rack_max)
+        return untyped_shape(len(gpus), machine_max, rack_max)
 
     def gang_type(self, gpus: Iterable[int]) -> str | None:
         """The GPU type a gang runs on (None on an untyped cluster); a gang that mixes
