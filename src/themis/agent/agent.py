@@ -10,12 +10,12 @@ several of them can win in one auction.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
 from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
-from themis.model.cluster import Cluster, SetShape, untyped_shape
+from themis.model.cluster import Cluster, SetShape, ShapeCounter
 from themis.model.placement import OfferIndex, OrderedPacker, move_target
 from themis.model.state import AppState, JobState
 
@@ -259,12 +259,8 @@ class Agent:
 def _prefixes(
     cluster: Cluster, kept: Sequence[int], chain: list[tuple[int, ...]]
 ) -> list[tuple[tuple[int, ...], list[int], SetShape]]:
-    """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle).
-
-    Per-machine and per-rack counts are kept along the chain, each GPU counted as its gang
-    joins, with their maxima: counts only grow along the chain, so a running maximum is
-    the maximum of the counts at every prefix (the shape of an untyped prefix, read at the
-    sampled ones without a pass over the counters)."""
+    """Sampled prefixes of a chain of gangs: (bundle, gang boundaries, shape of kept+bundle),
+    the shapes counted along the chain (``ShapeCounter``)."""
     if not chain:
         return []
     last = len(chain)
@@ -272,33 +268,17 @@ def _prefixes(
     sizes.add(last)
     if cluster.typed:
         return _typed_prefixes(cluster, kept, chain, sizes)
-    machine_of, rack_of = cluster.machine_of, cluster.rack_of
-    machines: dict[int, int] = {}
-    racks: dict[int, int] = {}
-    machine_max = rack_max = 0
-
-    def count(gpus: Iterable[int]) -> None:
-        nonlocal machine_max, rack_max
-        for g in gpus:
-            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
-            if m > machine_max:
-                machine_max = m
-            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
-            if r > rack_max:
-                rack_max = r
-
-    count(kept)
-    held = len(kept)
+    counts = ShapeCounter(cluster)
+    counts.add(kept)
     flat: list[int] = []
     cuts = [0]
     out = []
     for n, gang in enumerate(chain, start=1):
-        count(gang)
+        counts.add(gang)
         flat.extend(gang)
         cuts.append(len(flat))
         if n in sizes:
-            shape = untyped_shape(held + len(flat), machine_max, rack_max)
-            out.append((tuple(flat), list(cuts), shape))
+            out.append((tuple(flat), list(cuts), counts.shape()))
     return out
 
 

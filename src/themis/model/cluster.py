@@ -214,20 +214,9 @@ class Cluster:
         return replace(whole, parts=parts)
 
     def _shape_untyped(self, gpus: tuple[int, ...]) -> SetShape:
-        # Counted in a loop, not with ``Counter``: its ``__init__`` and ``update`` are
-        # Python, which a compiled core would call at every new set.
-        machine_of, rack_of = self.machine_of, self.rack_of
-        machines: dict[int, int] = {}
-        racks: dict[int, int] = {}
-        machine_max = rack_max = 0
-        for g in gpus:
-            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
-            if m > machine_max:
-                machine_max = m
-            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
-            if r > rack_max:
-                rack_max = r
-        return untyped_shape(len(gpus), machine_max, rack_max)
+        counts = ShapeCounter(self)
+        counts.add(gpus)
+        return counts.shape()
 
     def gang_type(self, gpus: Iterable[int]) -> str | None:
         """The GPU type a gang runs on (None on an untyped cluster); a gang that mixes
@@ -256,3 +245,40 @@ class Cluster:
         if gang <= self.shape.rack_max:
             return Span.RACK
         return Span.CLUSTER
+
+
+class ShapeCounter:
+    """The untyped shape of a GPU set that grows: per-machine and per-rack counts, each
+    GPU counted as it joins, with their running maxima (counts only grow, so a running
+    maximum is the maximum at every step). Agents read the shape of every sampled prefix
+    of a chain of gangs without a pass over the counters; ``Cluster.shape_of`` counts a
+    set once. A loop, not ``collections.Counter``, whose ``__init__`` and ``update`` are
+    Python even in a compiled core."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.machine_of = cluster.machine_of
+        self.rack_of = cluster.rack_of
+        self.machines: dict[int, int] = {}
+        self.racks: dict[int, int] = {}
+        self.count = self.machine_max = self.rack_max = 0
+
+    def add(self, gpus: Iterable[int]) -> None:
+        machine_of, rack_of, machines, racks = (
+            self.machine_of,
+            self.rack_of,
+            self.machines,
+            self.racks,
+        )
+        machine_max, rack_max, count = self.machine_max, self.rack_max, self.count
+        for g in gpus:
+            count += 1
+            m = machines[machine_of[g]] = machines.get(machine_of[g], 0) + 1
+            if m > machine_max:
+                machine_max = m
+            r = racks[rack_of[g]] = racks.get(rack_of[g], 0) + 1
+            if r > rack_max:
+                rack_max = r
+        self.machine_max, self.rack_max, self.count = machine_max, rack_max, count
+
+    def shape(self) -> SetShape:
+        return untyped_shape(self.count, self.machine_max, self.rack_max)
