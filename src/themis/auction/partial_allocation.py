@@ -172,7 +172,9 @@ def build_candidates(
             if weights is not None:
                 value *= weights[b]
             if mask not in best or best[mask].gain < value:
-                best[mask] = Candidate(b, e, value, mask)
+                # ``tuple.__new__``: the named tuple without its Python ``__new__`` (an
+                # auction makes hundreds of thousands; ``simulator/engine.py``'s ``_stop``)
+                best[mask] = tuple.__new__(Candidate, (b, e, value, mask))
         out.append(list(best.values()))
     return out
 

@@ -180,7 +180,9 @@ def place_changes(
             if cluster.typed:
                 continue  # chosen by count, type-blind: no one type holds it this round
             raise AssertionError(f"chose more gangs than GPUs: {job.job_id} does not fit")
-        start[job] = Assignment(taken, until)
+        # ``tuple.__new__``: the named tuple without its Python ``__new__``, at every start
+        # of a time slice (``simulator/engine.py``'s ``_stop`` says why).
+        start[job] = tuple.__new__(Assignment, (taken, until))
         books.started.append(job)
         books.granted(job, until)
     return Changes(stop, start)

@@ -619,8 +619,12 @@ class Simulator:
         pool = self._free if release else None
         best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
         if job.started_at is not None and now > job.started_at:
+            # ``tuple.__new__``: the named tuple without its Python ``__new__`` (67 against
+            # 210 ns, and no Python frame in a compiled engine); one per hold of a GPU set.
             self.intervals.append(
-                Interval(job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
+                tuple.__new__(
+                    Interval, (job.started_at, now, job.app.app_id, job.job_id, job.gpus, best)
+                )
             )
         for g in job.gpus:
             if self._holder.get(g) is job:
