@@ -205,5 +205,6 @@ def test_the_waiting_merge_is_heapq_merge_ties_to_idle_jobs(idle: list, running:
         return float(work[job])
 
     expected = list(heapq.merge(idle_jobs, running_jobs, key=lambda j: -left(j, 0.0)))
-    got = list(_merge(iter(idle_jobs), running_jobs, left, 0.0))  # type: ignore[arg-type]
+    keyed = [(-left(j, 0.0), j) for j in running_jobs]
+    got = list(_merge(iter(idle_jobs), keyed, left, 0.0))  # type: ignore[arg-type]
     assert got == expected

@@ -10,6 +10,7 @@ GPUs allow.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer, fastest_place, move_target
@@ -30,32 +31,33 @@ def waiting_order(app: AppState, now: float, exclude: set[int] | None = None) ->
     else:
         idle = (j for j in idle_jobs if id(j) not in skip)
     left = order_measure(app)
-    running = sorted((j for j in running_jobs if id(j) not in skip), key=lambda j: -left(j, now))
+    running = [(-left(j, now), j) for j in running_jobs if id(j) not in skip]
     if not running:
         return idle
+    running.sort(key=itemgetter(0))  # stable: submission order on ties
     return _merge(idle, running, left, now)
 
 
 def _merge(
     idle: Iterator[JobState],
-    running: list[JobState],
+    running: list[tuple[float, JobState]],
     left: Callable[[JobState, float], float],
     now: float,
 ) -> Iterator[JobState]:
-    """``heapq.merge(idle, running, key=lambda j: -left(j, now))`` for two inputs, ties
-    to the idle job as there: a generator of its own, so that a compiled core compiles
-    it (``heapq.merge`` is Python)."""
-    keys = [-left(j, now) for j in running]
+    """``heapq.merge(idle, running jobs, key=lambda j: -left(j, now))`` for two inputs,
+    ties to the idle job as there; ``running`` comes sorted with its keys, each computed
+    once. A generator of its own, so that a compiled core compiles it (``heapq.merge``
+    is Python)."""
     k = 0
     n = len(running)
     for job in idle:
         mine = -left(job, now)
-        while k < n and keys[k] < mine:
-            yield running[k]
+        while k < n and running[k][0] < mine:
+            yield running[k][1]
             k += 1
         yield job
     while k < n:
-        yield running[k]
+        yield running[k][1]
         k += 1
 
 

@@ -56,6 +56,10 @@ class SetShape:
 
 EMPTY_SHAPE = SetShape(0, 0, 0)
 
+#: How many GPU sets ``Cluster.shape_of`` remembers (and shapes ``untyped_shape`` keeps)
+#: before starting afresh.
+_SHAPE_CACHE = 1 << 16
+
 _UNTYPED_SHAPES: dict[tuple[int, int, int], SetShape] = {}
 
 
@@ -72,9 +76,6 @@ def untyped_shape(count: int, machine_max: int, rack_max: int) -> SetShape:
         shape = _UNTYPED_SHAPES[key] = SetShape(count, machine_max, rack_max)
     return shape
 
-
-#: How many GPU sets ``Cluster.shape_of`` remembers before starting afresh.
-_SHAPE_CACHE = 1 << 16
 
 _SHAPE_RE = re.compile(r"^\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)\s*(?::\s*([A-Za-z0-9_.-]+)\s*)?$")
 
@@ -263,12 +264,8 @@ class ShapeCounter:
         self.count = self.machine_max = self.rack_max = 0
 
     def add(self, gpus: Iterable[int]) -> None:
-        machine_of, rack_of, machines, racks = (
-            self.machine_of,
-            self.rack_of,
-            self.machines,
-            self.racks,
-        )
+        machine_of, rack_of = self.machine_of, self.rack_of
+        machines, racks = self.machines, self.racks
         machine_max, rack_max, count = self.machine_max, self.rack_max, self.count
         for g in gpus:
             count += 1
