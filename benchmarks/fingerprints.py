@@ -1,7 +1,7 @@
 """Schedule fingerprints: does a change keep every decision bit for bit?
 
     .venv/bin/python benchmarks/fingerprints.py [--policies a,b] [--workloads w1,w2]
-                                                [-j N] [--save FILE | --check FILE]
+                                                [-j N] [--options "..."] [--save F | --check F]
 
 Runs ``themis simulate`` (a subprocess, so the script survives any refactor of the
 library) for each policy on each workload below and prints a SHA-256 of the run's
@@ -20,9 +20,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,11 +51,11 @@ def registered_policies() -> list[str]:
     return names
 
 
-def fingerprint(policy: str, workload: str) -> str:
+def fingerprint(policy: str, workload: str, options: Sequence[str] = ()) -> str:
     """SHA-256 (16 hex digits) of one run's allocations and apps tables."""
     with tempfile.TemporaryDirectory() as tmp:
         command = [sys.executable, "-m", "themis", "simulate", "-q", "--policy", policy]
-        command += WORKLOADS[workload] + ["--out", tmp]
+        command += WORKLOADS[workload] + [*options, "--out", tmp]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
             return f"error: {done.stderr.strip().splitlines()[-1:]}"
@@ -68,6 +70,12 @@ def main() -> int:
     parser.add_argument("--policies", help="comma-separated (default: every registered)")
     parser.add_argument("--workloads", help=f"comma-separated of {', '.join(WORKLOADS)}")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument(
+        "--options",
+        default="",
+        help="extra options of every run (e.g. the option that keeps an earlier default, to"
+        " show it decides as the code before did)",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--save", type=Path, help="write the fingerprints as JSON")
     group.add_argument("--check", type=Path, help="compare with fingerprints saved before")
@@ -79,7 +87,9 @@ def main() -> int:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
     cells = [(p, w) for p in policies for w in workloads]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        prints = dict(zip(cells, pool.map(lambda c: fingerprint(*c), cells), strict=True))
+        options = shlex.split(args.options)
+        runs = pool.map(lambda c: fingerprint(*c, options), cells)
+        prints = dict(zip(cells, runs, strict=True))
     table = {f"{p} {w}": value for (p, w), value in prints.items()}
     for key, value in table.items():
         print(f"{key:32s} {value}")

@@ -46,9 +46,12 @@ def _running_and_fresh() -> tuple[Cluster, AppState, AppState]:
 @pytest.mark.parametrize(
     ("ranking", "offered"),
     [
-        # one order: R (10) before S (1.1); S bids too, in the slot of the app that has
-        # waited longest for its first GPU
-        ("verified", ["R", "S"]),
+        # one order by N_avg: R (10) before S (7.1); S bids too, in the slot of the app
+        # that has waited longest for its first GPU
+        ("verified-avg-n", ["R", "S"]),
+        # one order by the larger of N_avg and N now: two apps share the cluster now, so
+        # R's verified rho is 1,000 / (100 x 2) = 5, below S's 7.1; S takes the one offer
+        ("verified", ["S"]),
         # the tiered ranking: S cannot run on what it holds, so it comes first and takes
         # the one offer (ceil(0.2 x 2) = 1); R, which holds GPUs, has no slot
         ("verified-tiered", ["S"]),

@@ -80,14 +80,19 @@ def test_an_owner_holding_gpus_gets_no_reservation() -> None:
     assert not tenant_holds_gpus(view(apps, 4.0), y)
 
 
-def app2_split_gain(gang_at_once: bool = False) -> float:
+def app2_split_gain(gang_at_once: bool = False, ranking: str = "verified-avg-n") -> float:
     """``app2`` of the 16-GPU gang mix at seed 101 (three 8-GPU trials) split in two: the
-    traced case of ``rank_by_cohort``, traced without ``--gang-at-once``."""
+    traced case of ``rank_by_cohort``, traced without ``--gang-at-once`` and with the
+    verified rank's N the app's ``N_avg`` (the default then)."""
     cluster = Cluster.from_spec("1x2x8")
     workload = generated_workload("generate:jobs=600,load=1.5", cluster, load_profiles(), 101)
     workload = Variants(True, ("vgg", 0.5)).apply(workload, cluster, 101)
     base = RunRequest(
-        "honest", "themis", workload, "1x2x8", PolicyOptions(seed=101, gang_at_once=gang_at_once)
+        "honest",
+        "themis",
+        workload,
+        "1x2x8",
+        PolicyOptions(seed=101, gang_at_once=gang_at_once, ranking=ranking),
     )
     case = lies.LieCase("split:2", ("app2",))
     [honest] = run_many([base], workers=1)
@@ -100,6 +105,8 @@ def test_the_traced_split_no_longer_pays() -> None:
     its machine: app2 completed 10.4% sooner split. Ranked with its cohort, it gains
     nothing."""
     assert app2_split_gain() <= 1e-9
-    assert app2_split_gain(gang_at_once=True) <= 1e-9  # the default: it closes the case too
+    assert app2_split_gain(gang_at_once=True) <= 1e-9  # it closes the case too
+    # The defaults now (--gang-at-once, N now in the verified rank): the split loses 7%.
+    assert app2_split_gain(gang_at_once=True, ranking="verified") <= 1e-9
     with mock.patch.object(arbiter_round, "rank_by_cohort", lambda *_: None):
         assert app2_split_gain() == pytest.approx(0.104, abs=1e-3)  # the control

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -279,11 +279,18 @@ class Arbiter:
             if len(self._made_alone) > 2 * len(view.apps) + 64:  # forget finished apps
                 active = set(view.apps)
                 self._made_alone = {a: v for a, v in self._made_alone.items() if a in active}
-            rank = {a.app_id: self._verified_rho(a, now, n_avg[a.app_id]) for a in wanting}
+            rank = {
+                a.app_id: self._verified_rho(a, now, self._rank_n(view, a, n_avg[a.app_id]))
+                for a in wanting
+            }
             if any(a.spec.owner is not None for a in wanting):
-                rank_fresh_by_siblings(view, wanting, rank, now, shape)
-                rank_by_cohort(view, wanting, rank, now, shape, self.lease)
-            if self.ranking == "verified":
+
+                def n_of(app: AppState) -> float:
+                    return self._rank_n(view, app, view.n_avg(app))
+
+                rank_fresh_by_siblings(view, wanting, rank, now, shape, n_of)
+                rank_by_cohort(view, wanting, rank, now, shape, self.lease, n_of)
+            if self.ranking in ("verified", "verified-avg-n"):
                 rank_fresh_by_standing(wanting, rank, rhos, n_avg, self.lease)
                 starving = set()
         else:
@@ -426,6 +433,24 @@ class Arbiter:
         self.last_round = record
         self._started.update(job.app.spec.tenant for job in grants)
         return grants, ending
+
+    def _rank_n(self, view: SchedulingView, app: AppState, n_avg: float) -> float:
+        """The N of an app's verified rank: the larger of its ``N_avg`` so far and the
+        slices the cluster is cut into now (``verified``), or ``N_avg`` alone (the other
+        rankings, ``verified-avg-n`` among them: the decisions before 2026-12-06, night).
+
+        An app that ran alone has ``N_avg`` near 1, so its verified rho reads about 1 (it
+        ran at its speed alone, which a 1/1 share promises) however much it was given. Once
+        others arrive its ideal time grows with N: by ``N_avg`` so far it looks as badly off
+        as an app that got a 1/N share, and a newcomer whose whole ideal time is a few
+        leases waits behind it (issue 19, the 16-GPU gang mix at seed 8: a long sweep alone
+        for four hours ranked 0.98, a short sweep beside it 0.50; under the oracle the
+        long sweep ends at 0.22). With N now the long sweep ranks 0.49. An app whose N fell
+        (others finished) keeps its ``N_avg``: it was served among more. Both are observed
+        by the arbiter, never declared."""
+        if self.ranking != "verified":
+            return n_avg
+        return max(n_avg, float(view.slices(app)))
 
     def _verified_rho(self, app: AppState, now: float, n_avg: float) -> float:
         """``verified_rho`` of ``app`` on the cluster.
@@ -644,6 +669,7 @@ def rank_fresh_by_siblings(
     rank: dict[str, float],
     now: float,
     shape: SetShape,
+    n_of: Callable[[AppState], float] | None = None,
 ) -> None:
     """An app that has made nothing yet ranks ``RHO_MAX`` (first in the offer and the
     leftover), unless its owner runs another app that has made progress: it then ranks
@@ -654,7 +680,9 @@ def rank_fresh_by_siblings(
     GPU; over eight contexts ``split:2`` paid some liars +8% to +17% in every context. An
     honest owner's new app keeps its own claim through its owner's slice (``N_eff``) and
     the auction; only its newcomer's rank is the owner's. Apps without owners are their
-    own tenants and rank as before, bit for bit."""
+    own tenants and rank as before, bit for bit. ``n_of``: the N of a verified rank
+    (``Arbiter._rank_n``; default the app's ``N_avg``)."""
+    n_of = view.n_avg if n_of is None else n_of
     fresh = [a for a in wanting if rank[a.app_id] >= RHO_MAX and a.spec.owner is not None]
     active = owners_apps(view, fresh)
     for app in fresh:
@@ -669,7 +697,7 @@ def rank_fresh_by_siblings(
                     other.profile,
                     other.done_by_gang(now),
                     shape,
-                    view.n_avg(other),
+                    n_of(other),
                 ),
             )
             if value < RHO_MAX
@@ -685,6 +713,7 @@ def rank_by_cohort(
     now: float,
     shape: SetShape,
     window: float,
+    n_of: Callable[[AppState], float] | None = None,
 ) -> None:
     """An owner's app ranks no worse than its cohort: itself and the owner's active apps
     that arrived no earlier than ``window`` seconds (one lease) before it, ranked as one
@@ -698,7 +727,9 @@ def rank_by_cohort(
     only: an honest owner's app that arrives later is not ranked by an older app's
     progress (pooling every app of an owner cost honest owners a max rho of 1.6-1.9 on
     generated workloads); parts submitted apart (``stagger:S``) stay one cohort while S is
-    at most a lease. Apps without owners rank as before, bit for bit."""
+    at most a lease. Apps without owners rank as before, bit for bit. ``n_of``: as in
+    ``rank_fresh_by_siblings``."""
+    n_of = view.n_avg if n_of is None else n_of
     active = owners_apps(view, wanting)
     for app in wanting:
         siblings = active.get(app.spec.tenant, ())
@@ -706,9 +737,7 @@ def rank_by_cohort(
         if len(cohort) < 2:
             continue
         elapsed = sum(now - o.arrival for o in cohort)
-        fair = sum(
-            made_fair_time(o.profile, o.done_by_gang(now), shape, view.n_avg(o)) for o in cohort
-        )
+        fair = sum(made_fair_time(o.profile, o.done_by_gang(now), shape, n_of(o)) for o in cohort)
         pooled = capped_rho(elapsed, fair)
         if pooled < rank[app.app_id]:
             rank[app.app_id] = pooled

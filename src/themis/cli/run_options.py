@@ -282,9 +282,11 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             default=PolicyOptions.ranking,
             show_default=True,
             help="Themis: rank apps by the rho of the work they have done (verified: "
-            "observed progress only; an app that has made nothing by its starving rho one "
-            "lease later), the same with apps that cannot run first (verified-tiered, the "
-            "0.2 default), or by the rho of their declared remaining work (declared).",
+            "observed progress only, N the larger of the app's N_avg and the apps now; an "
+            "app that has made nothing by its starving rho one lease later), the same with "
+            "N_avg alone (verified-avg-n, the default until 2026-12-06), that with apps "
+            "that cannot run first (verified-tiered, the 0.2 default), or by the rho of "
+            "their declared remaining work (declared).",
         ),
         click.option(
             "--renewal-share",
