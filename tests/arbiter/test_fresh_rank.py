@@ -67,3 +67,23 @@ def test_a_worse_off_running_app_is_offered_before_a_fresh_one(
     assert record is not None
     assert record.offered == offered
     assert record.rhos["S"] == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize(
+    ("ranking", "n_avg", "expected"),
+    [
+        # two apps share the cluster now: an app that ran alone (N_avg 1) ranks by 2
+        ("verified", 1.0, 2.0),
+        # an app whose N fell (it shared with three) keeps its N_avg
+        ("verified", 3.0, 3.0),
+        # the earlier rank, and the tiered one, divide by N_avg alone
+        ("verified-avg-n", 1.0, 1.0),
+        ("verified-tiered", 1.0, 1.0),
+    ],
+)
+def test_the_verified_rank_takes_the_larger_of_n_avg_and_n_now(
+    ranking: str, n_avg: float, expected: float
+) -> None:
+    cluster, r, s = _running_and_fresh()
+    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=ranking)
+    assert arbiter._rank_n(view(cluster, [r, s], 1000.0), r, n_avg) == expected
