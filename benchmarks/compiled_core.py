@@ -79,7 +79,7 @@ DEFAULT_MODULES = (
     "themis.auction.bids",
     "themis.auction.solver",
     "themis.auction.budget",
-    "themis.policies._pool",
+    "themis.mechanism.pool",
     "themis.model.workload",
     "themis.model.profiles",
 )

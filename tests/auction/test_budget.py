@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
 from themis.auction.budget import Budget, Limits
+from themis.auction.packing import Solution
 from themis.auction.partial_allocation import build_candidates, partial_allocation
-from themis.auction.solver import Solution, solve_all
+from themis.auction.solver import solve_all
 
 from .oracle import brute_force, random_auction
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
+from themis.auction.packing import Solution
 from themis.auction.partial_allocation import build_candidates, partial_allocation
-from themis.auction.solver import Solution, _solve_all_lp, solve_all
+from themis.auction.solver import _solve_all_lp, solve_all
 
 from .oracle import Allocation, brute_c, brute_force, random_auction
 

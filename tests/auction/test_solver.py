@@ -8,8 +8,9 @@ import random
 import pytest
 
 from themis.auction.bids import Bid, MenuEntry
+from themis.auction.packing import Solution
 from themis.auction.partial_allocation import build_candidates
-from themis.auction.solver import Solution, _milp, solve
+from themis.auction.solver import _milp, solve
 
 from .oracle import brute_force, is_feasible, objective_of, random_auction
 

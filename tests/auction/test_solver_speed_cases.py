@@ -14,8 +14,9 @@ from collections.abc import Hashable, Sequence
 import pytest
 
 from themis.auction.bids import Bid, MenuEntry
+from themis.auction.packing import Solution
 from themis.auction.partial_allocation import build_candidates
-from themis.auction.solver import Solution, solve, solve_all
+from themis.auction.solver import solve, solve_all
 
 from .oracle import brute_force, random_auction
 

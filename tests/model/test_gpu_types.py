@@ -16,16 +16,17 @@ from hypothesis import strategies as st
 
 from themis.agent.agent import Agent
 from themis.errors import ThemisError
-from themis.fairness.ftf import GangWork, RemainingWork
+from themis.fairness.ftf import RemainingWork
 from themis.model.cluster import Cluster
 from themis.model.gpu_types import with_type_times
 from themis.model.placement import Packer
 from themis.model.profiles import ModelProfile
-from themis.model.state import AppState
+from themis.model.state import AppState, GangWork
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions, make_policy, policy_names
 from themis.reports.metrics import app_rows
-from themis.simulator.engine import check_fits, simulate
+from themis.simulator.engine import simulate
+from themis.workload.fits import check_fits
 
 TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
 TYPES = {"toy": {"v100": 1.0, "k80": 4.0}}

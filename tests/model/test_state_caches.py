@@ -172,9 +172,8 @@ def test_a_progress_weight_of_two_is_the_order_of_a_liar_declaring_half() -> Non
 def test_done_by_gang_counts_observed_progress_not_declarations() -> None:
     """A trial declared at 100 iterations that ran 150 before it ended counts 150 (what
     the arbiter saw); a running 2-GPU trial counts what it made by the time asked."""
-    from themis.fairness.ftf import GangWork
     from themis.model.profiles import ModelProfile
-    from themis.model.state import AppState
+    from themis.model.state import AppState, GangWork
     from themis.model.workload import AppSpec, JobSpec
 
     spec = AppSpec("a", 0.0, "toy", (JobSpec("j0", 1, 100.0), JobSpec("j1", 2, 500.0)))

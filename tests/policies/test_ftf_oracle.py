@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.simulator.test_invariants import scenarios
-from themis.fairness.ftf import GangWork, estimate_time, rho, t_cluster
+from themis.fairness.ftf import estimate_time, rho, t_cluster
 from themis.model.cluster import Cluster
 from themis.model.profiles import ModelProfile, load_profiles
-from themis.model.state import AppState, JobState
+from themis.model.state import AppState, GangWork, JobState
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions, SchedulingView, make_policy
 from themis.policies._deficit_rounds import Claim, DeficitLedger, pick_jobs

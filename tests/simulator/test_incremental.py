@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from themis.mechanism.pool import FreePool
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.profiles import load_profiles
 from themis.policies import PolicyOptions, make_policy
-from themis.policies._pool import FreePool
 from themis.policies.base import Changes, Schedule, SchedulingView
 from themis.policies.themis import ThemisPolicy
 from themis.simulator.engine import Conditions, SimulationResult, simulate

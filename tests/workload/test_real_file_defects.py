@@ -10,8 +10,8 @@ import pytest
 
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
-from themis.simulator.engine import check_fits
 from themis.workload import load_workload
+from themis.workload.fits import check_fits
 
 from .conftest import one_line_error
 

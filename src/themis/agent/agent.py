@@ -14,10 +14,10 @@ from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
-from themis.fairness.ftf import RHO_MAX, GangWork, RemainingWork, rho, starving_rho
+from themis.fairness.ftf import RHO_MAX, RemainingWork, rho, starving_rho
 from themis.model.cluster import Cluster, SetShape, ShapeCounter
 from themis.model.placement import OfferIndex, OrderedPacker, move_target
-from themis.model.state import AppState, JobState
+from themis.model.state import AppState, GangWork, JobState
 
 #: How much worse than its worst useful outcome a starving app values winning nothing
 #: (see ``Agent._nothing``): its smallest bundle is then worth log 2 in the auction's

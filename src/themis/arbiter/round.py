@@ -27,6 +27,7 @@ from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
 from themis.arbiter.leftover import allocate_leftover
 from themis.arbiter.offer import OfferOrder
+from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.arbiter.reservation import (
     Reservation,
     ReservationBook,
@@ -38,10 +39,10 @@ from themis.auction.bids import Bid
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
 from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, t_cluster, verified_rho
+from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies.base import RANKINGS, VALUATIONS, Assignment, Changes, Schedule, SchedulingView
 
 
 def offered_count(wanting: int, fairness_knob: float) -> int:

@@ -28,9 +28,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from themis.auction.packing import MIP_COLUMNS, Candidate, Solution
+
 if TYPE_CHECKING:
     from themis.auction.budget import Budget
-    from themis.auction.solver import Candidate, Solution
 
 #: Loops that assemble a bounded answer look at the clock once per this many steps.
 CLOCK_STEPS = 64
@@ -69,7 +70,6 @@ def greedy(
     largest first), and a third with ``prices`` (reduced profit: gain minus the prices of
     its GPUs); the best of them. Past ``budget``'s deadline no further order is tried
     (the first always is: it is what a packing extending ``start`` needs at least)."""
-    from themis.auction.solver import Solution
 
     base: dict[int, Candidate] = dict(start.chosen) if start is not None else {}
     used0 = 0
@@ -123,7 +123,6 @@ def improve(
     ``movers``: the bidders that try to move (default: all of ``groups``). Past
     ``budget``'s deadline it stops after the move it is making: the packing it has is
     feasible and worth at least ``start``."""
-    from themis.auction.solver import Solution
 
     chosen: dict[int, Candidate] = dict(start.chosen)
     order = [g for g in (groups if movers is None else movers) if g]
@@ -335,7 +334,6 @@ def limited_answer(
     them are tried (a re-solve: the winner's GPUs), which keeps a re-solve's work local;
     ``reaches``: ``reach(groups)``, when the caller has it. ``budget``: past its deadline
     the greedy packing and the local search stop early (see the module docstring)."""
-    from themis.auction.solver import Solution
 
     options = [s for s in found if s is not None]
     movers: Sequence[Sequence[Candidate]] | None = None
@@ -389,7 +387,6 @@ def neighbourhoods(
     whose sub-program has more than ``solver.MIP_COLUMNS`` entries frees half as many
     blocks next time."""
     from themis.auction.mip import solve_mip
-    from themis.auction.solver import MIP_COLUMNS, Solution
 
     width = max((c.mask.bit_length() for g in groups for c in g), default=0)
     blocks = -(-width // LNS_BLOCK)

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from themis.auction.packing import Solution
+
 #: Costs are scaled as for the integer program (see ``mip.COST_SCALE``): HiGHS's
 #: absolute tolerances then sit far below the solver's TOLERANCE.
 COST_SCALE = 1e4
@@ -276,7 +278,6 @@ class WarmLp:
     def rounded(self) -> Any:
         """A feasible packing guided by the last unproven solve: entries by LP value, then
         gain per GPU, largest first, each taken if its bidder and GPUs are still free."""
-        from themis.auction.solver import Solution
 
         sizes = np.diff(self.ent_ptr)
         order = np.lexsort((-self.gains / sizes, -self.values))

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from themis.auction.packing import Candidate, Solution
+
 if TYPE_CHECKING:
     from themis.auction.budget import Budget
-    from themis.auction.solver import Candidate, Solution
 
 #: HiGHS stops at solutions within about 1e-6 of the optimum in its own objective units
 #: (its absolute MIP tolerances; ``mip_rel_gap=0`` does not remove this), so unscaled it
@@ -41,8 +42,6 @@ def solve_mip(
 
     import highspy
     import numpy as np
-
-    from themis.auction.solver import Solution
 
     flat = [c for g in groups for c in g]
     n = len(flat)

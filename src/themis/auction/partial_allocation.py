@@ -47,7 +47,8 @@ from typing import NamedTuple
 
 from themis.auction.bids import Bid
 from themis.auction.budget import Budget, Limits
-from themis.auction.solver import Candidate, Solution, gain, solve_all
+from themis.auction.packing import Candidate, Solution
+from themis.auction.solver import gain, solve_all
 from themis.errors import ThemisError
 
 #: (app_id, bundle in preference order, how many GPUs it may keep) -> the GPUs it keeps

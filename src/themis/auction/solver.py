@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from themis.auction.bounded import (
     ROUNDING,
@@ -29,6 +29,7 @@ from themis.auction.bounded import (
     tightened,
 )
 from themis.auction.budget import CLOCK_EVERY, Budget
+from themis.auction.packing import MIP_COLUMNS, Candidate, Solution
 from themis.auction.prices import SLACK, DualBound, Prices, descend, lp_prices
 
 if TYPE_CHECKING:
@@ -70,10 +71,6 @@ LOCAL_MIN_BIDDERS = 100
 #: per-call cost of numpy exceeds what it saves.
 WIDE_ROW = 128
 
-#: Under a node limit, HiGHS's MIP answers only auctions of at most this many entries
-#: (``_mip_allowed``: measured fast there; its root node cannot be bounded by nodes).
-MIP_COLUMNS = 1_000
-
 #: Share of what is left after an unproven x* that its large-neighbourhood search
 #: (``bounded.neighbourhoods``) may take before the re-solves share the rest.
 LNS_BUDGET = 0.3
@@ -86,31 +83,6 @@ UNCONTENDED_MARGIN = 1e-6
 #: Share of an auction's budget its proportional-fair allocation x* may take; the rest is
 #: shared by the winners' re-solves, so that they get a turn even when x* is hard.
 STAR_SHARE = 0.5
-
-
-class Candidate(NamedTuple):
-    """One usable menu entry of one bidder, in solver form (a tuple: auctions make
-    hundreds of thousands of them)."""
-
-    bidder: int
-    entry: int  # index into the bidder's menu
-    gain: float
-    mask: int  # bitmask of GPUs
-
-
-class Solution(NamedTuple):
-    """A packing and its objective (a named tuple: every search returns several)."""
-
-    objective: float
-    chosen: Mapping[int, Candidate]  # bidder -> candidate
-    #: A certified upper bound on the optimum when the search stopped on its budget before
-    #: proving ``chosen`` optimal (``budget``); None: proven optimal (within TOLERANCE).
-    bound: float | None = None
-
-    @property
-    def gap(self) -> float:
-        """How far the optimum may lie above ``objective`` (0 when proven optimal)."""
-        return 0.0 if self.bound is None else self.bound - self.objective
 
 
 def solve(

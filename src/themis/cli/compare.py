@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from themis.cli import defaults
-from themis.cli.config_file import config_option, simulate_options
+from themis.cli.config_file import config_option
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
@@ -28,6 +28,7 @@ from themis.cli.run_options import (
     workers_option,
 )
 from themis.cli.seeds import parse_seeds, seed_given, seeds_from_config_yield, seeds_option
+from themis.cli.simulate import simulate_options
 
 if TYPE_CHECKING:  # the runner and the reports (numpy, rich) load once a run starts
     from themis.experiments.runner import RunRequest

@@ -19,7 +19,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -252,15 +252,15 @@ def _a_file(value: str) -> bool:
     return value not in BUNDLED_TRACES and ":" not in value and Path(value).is_file()
 
 
-def simulate_options(values: Mapping[str, Any], **overrides: Any) -> dict[str, Any]:
-    """The ``themis simulate`` options that reproduce one run, by long option name, for
-    its ``summary.json``: those of ``values`` (a command's parameters) that ``simulate``
-    has, then ``overrides`` (the run's policy and seed, or a replay's workload); file
-    paths made absolute."""
-    from themis.cli.simulate import simulate
-
+def recorded_options(
+    params: Sequence[click.Parameter], values: Mapping[str, Any], **overrides: Any
+) -> dict[str, Any]:
+    """The options among ``params`` (a command's, ``themis simulate``'s for a run's
+    ``summary.json``) that reproduce one run, by long option name: those of ``values``
+    (a command's parameters), then ``overrides`` (the run's policy and seed, or a replay's
+    workload); file paths made absolute."""
     out: dict[str, Any] = {}
-    for param in simulate.params:
+    for param in params:
         if not isinstance(param, click.Option) or param.name in NOT_RECORDED:
             continue
         assert param.name is not None

@@ -6,7 +6,7 @@ they overlap; a test keeps them in step.
 
 from __future__ import annotations
 
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW
+from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.workload.loader import DEFAULT_APP_INTERVAL as _LOADER_APP_INTERVAL
 
 #: The paper's workload: the Philly HyperDrive trace bundled with the package.

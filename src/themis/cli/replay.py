@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
-from themis.cli.config_file import config_option, simulate_options
+from themis.cli.config_file import config_option
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
@@ -27,6 +27,7 @@ from themis.cli.run_options import (
     make_config,
     run_options_except,
 )
+from themis.cli.simulate import simulate_options
 from themis.errors import ThemisError
 
 #: The shared options that say where a workload comes from, or remodel it by model name:

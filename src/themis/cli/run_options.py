@@ -28,7 +28,7 @@ from themis.model.lies import Lie, apply_lies, declarations, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
 from themis.policies.base import RANKINGS, VALUATIONS
-from themis.simulator.engine import Conditions, check_fits
+from themis.simulator.engine import Conditions
 from themis.units import gpu_hours_text
 from themis.workload import (
     DEFAULT_APP_GAP,
@@ -37,6 +37,7 @@ from themis.workload import (
     load_workload,
     trace_format,
 )
+from themis.workload.fits import check_fits
 from themis.workload.formats import format_names
 from themis.workload.profiles_file import load_profiles_file
 

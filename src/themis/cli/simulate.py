@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from themis.cli import defaults
-from themis.cli.config_file import config_option, simulate_options
+from themis.cli.config_file import config_option, recorded_options
 from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import check_policies, describe, load_inputs, make_config, run_options
@@ -64,3 +64,9 @@ def simulate(policy: str, out: Path | None, quiet: bool, as_json: bool, **option
     else:
         print_table(comparison_table([record.summary]))
     say(f"wrote {out_dir}/", as_json)
+
+
+def simulate_options(values: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """The ``themis simulate`` options that reproduce one run (``recorded_options`` of
+    this command's parameters), for its ``summary.json``."""
+    return recorded_options(simulate.params, values, **overrides)

@@ -35,10 +35,11 @@ from pathlib import Path
 
 from themis.experiments.runner import RunRequest
 from themis.experiments.variants import compress_arrivals, with_gang_mix, with_model_share
+from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions
 from themis.reports.files import SUMMARY_FILE
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW, Conditions
+from themis.simulator.engine import Conditions
 
 CLUSTER = "2x4x8"
 #: Machines x GPUs per machine in CLUSTER: the largest gang that fits one machine is 8.

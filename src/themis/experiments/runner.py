@@ -36,41 +36,15 @@ import traceback
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from themis.errors import ThemisError
+from themis.experiments.request import RunRequest
 from themis.model.cluster import Cluster
-from themis.model.workload import Workload
-from themis.policies import PolicyOptions, make_policy
-from themis.reports.files import ALLOCATIONS_FILE, APPS_FILE, SUMMARY_FILE, run_texts
+from themis.policies import make_policy
+from themis.reports.files import run_texts
 from themis.reports.record import RunRecord, record_run
 from themis.simulator import simulate
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW, Conditions
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """One simulation to do; ``label`` must be unique within a batch."""
-
-    label: str
-    policy: str
-    workload: Workload
-    cluster: str
-    options: PolicyOptions = PolicyOptions()
-    batch_window: float = DEFAULT_BATCH_WINDOW
-    params: Mapping[str, Any] = field(default_factory=dict)
-    #: If set, the run's files (``summary.json``, ``apps.csv``, ``allocations.csv``) are
-    #: written there by whichever process ran it, with ``config`` recorded in the summary.
-    out_dir: Path | None = None
-    config: Mapping[str, Any] | None = None
-    #: Estimate error and restart cost (the simulator's, applied to every policy alike).
-    conditions: Conditions = Conditions()
-    #: The ``themis simulate`` options that reproduce the run, recorded in its summary.
-    simulate_options: Mapping[str, Any] | None = None
-    #: Which of the run's files go to ``out_dir`` (a sweep of hundreds of runs may keep
-    #: only the summaries: one allocations.csv can be megabytes).
-    files: tuple[str, ...] = (SUMMARY_FILE, APPS_FILE, ALLOCATIONS_FILE)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from themis.reports.metrics import AppRow, RunSummary
 from themis.reports.record import RunRecord
 
 if TYPE_CHECKING:
-    from themis.experiments.runner import RunRequest
+    from themis.experiments.request import RunRequest
 
 #: Bumped when the record file's layout changes: an old layout is simply not reused.
 FORMAT = 1

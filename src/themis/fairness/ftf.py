@@ -12,20 +12,10 @@ of the best spot its gang can find in the set, which is what the app scheduler d
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from themis.model.cluster import SetShape
 from themis.model.profiles import ModelProfile
-
-
-class GangWork(NamedTuple):
-    """Live jobs of one gang size: their remaining iterations in total, the longest one's,
-    and how many there are."""
-
-    total: float
-    longest: float
-    jobs: int
-
+from themis.model.state import GangWork
 
 #: rho of an app that cannot run at all on the GPUs considered. Finite so that the auction's
 #: proportional-fair objective stays defined: an app that gets nothing scores log(RHO_MAX).

@@ -20,11 +20,20 @@ import operator
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from functools import reduce
+from typing import NamedTuple
 
-from themis.fairness.ftf import GangWork
 from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
+
+
+class GangWork(NamedTuple):
+    """Live jobs of one gang size: their remaining iterations in total, the longest one's,
+    and how many there are."""
+
+    total: float
+    longest: float
+    jobs: int
 
 
 class JobState:

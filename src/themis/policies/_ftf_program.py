@@ -41,9 +41,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from themis.fairness.ftf import GangWork
 from themis.model.cluster import SetShape
 from themis.model.profiles import ModelProfile
+from themis.model.state import GangWork
 
 #: Shares this close (GPUs) count as equal: below any gang, far above float noise.
 SHARE_TOL = 1e-9

@@ -19,10 +19,10 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from themis.mechanism.pool import FreePool
 from themis.model.placement import Packer
 from themis.model.state import JobState
 from themis.policies._books import Books
-from themis.policies._pool import FreePool
 from themis.policies.base import Assignment, Changes, Schedule, SchedulingView
 
 #: Moves continuing jobs to other GPUs: given the GPUs nobody holds after the continuing jobs

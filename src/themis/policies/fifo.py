@@ -17,9 +17,9 @@ import heapq
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping
 
+from themis.mechanism.pool import FreePool
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
-from themis.policies._pool import FreePool
 from themis.policies.base import (
     Assignment,
     Changes,

@@ -16,9 +16,9 @@ from functools import partial
 from itertools import islice
 
 from themis.agent.app_scheduler import waiting_order
+from themis.mechanism.pool import FreePool
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
-from themis.policies._pool import FreePool
 from themis.policies.base import (
     Assignment,
     Changes,

@@ -31,9 +31,9 @@ import math
 from collections import Counter
 from functools import lru_cache, partial
 
-from themis.fairness.ftf import GangWork, RemainingWork
+from themis.fairness.ftf import RemainingWork
 from themis.model.cluster import Cluster, SetShape
-from themis.model.state import AppState, JobState
+from themis.model.state import AppState, GangWork, JobState
 from themis.policies._quantum import check_quantum, open_round, place
 from themis.policies.base import Policy, PolicyOptions, Schedule, SchedulingView
 from themis.policies.registry import register

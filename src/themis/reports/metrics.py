@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from themis.fairness.ftf import GangWork, posthoc_rho, t_cluster
+from themis.fairness.ftf import posthoc_rho, t_cluster
+from themis.model.state import GangWork
 from themis.simulator.engine import SimulationResult
 
 

@@ -32,16 +32,15 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
 from themis.fairness.ftf import posthoc_rho
+from themis.mechanism.checks import check_schedule
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
-from themis.policies import PolicyOptions, make_policy
+from themis.policies import make_policy
 from themis.runtime import checkpoint
 from themis.runtime.cluster import Inventory, read_inventory
 from themis.runtime.commands import CommandQueue
@@ -56,14 +55,13 @@ from themis.runtime.metrics import ArbiterMetrics
 from themis.runtime.outcomes import app_outcome
 from themis.runtime.service_halving import HalvingControl
 from themis.runtime.service_inventory import InventoryTracking
+from themis.runtime.service_options import ServiceOptions
 from themis.runtime.service_reports import ReportHandling
 from themis.runtime.service_requests import RequestHandling
 from themis.runtime.service_status import StatusReporting
 from themis.runtime.store import StateLost, Store
 from themis.runtime.tokens import new_token
-from themis.simulator.engine import DEFAULT_BATCH_WINDOW, check_schedule
 
-_POLICY = PolicyOptions()
 #: The store's ``meta`` key of the options of the last arbiter started on it.
 SERVE_META = "serve"
 #: A trial's checkpoint under ``<storage>/<app>/<trial>/`` (``runtime.checkpoint``).
@@ -72,42 +70,6 @@ log = logging.getLogger("themis.runtime")
 #: Ticks failing in a row after which the loop gives up (a fault of the arbiter itself,
 #: not of one app's input: every tick fails the same way).
 MAX_FAILING_TICKS = 100
-
-
-@dataclass(frozen=True)
-class ServiceOptions:
-    """Knobs of the service. The policy's defaults are the simulator's (real jobs run for
-    minutes to hours); tests shrink them to seconds."""
-
-    policy: str = "themis"
-    lease: float = _POLICY.lease
-    fairness_knob: float = _POLICY.fairness_knob
-    batch_window: float = DEFAULT_BATCH_WINDOW
-    grace: float = 30.0
-    tick: float = 0.2
-    inventory_every: float = 2.0
-    status_every: float = 1.0
-    seed: int = 0
-    #: Wall-clock seconds one auction may take (None: no deadline); no node limit here.
-    auction_deadline: float | None = DEFAULT_DEADLINE
-
-    def __post_init__(self) -> None:
-        # A grace as long as the lease lets a job that ignores its lease end hold its
-        # GPUs for a whole second lease: the livelock of issue 12.
-        if not self.grace < self.lease:
-            raise ThemisError(
-                f"--grace ({self.grace:g}s) must be shorter than --lease ({self.lease:g}s)",
-                field="--grace",
-            )
-
-    def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(
-            lease=self.lease,
-            fairness_knob=self.fairness_knob,
-            seed=self.seed,
-            auction_node_limit=None,
-            auction_deadline=self.auction_deadline,
-        )
 
 
 class ArbiterService(

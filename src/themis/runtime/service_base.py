@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from themis.model.cluster import Cluster
     from themis.model.state import AppState, JobState
-    from themis.runtime.arbiter_service import ServiceOptions
     from themis.runtime.cluster import Inventory
     from themis.runtime.commands import CommandQueue
     from themis.runtime.history import RhoHistory
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from themis.runtime.lease_book import LeaseClock
     from themis.runtime.live import LiveApp
     from themis.runtime.metrics import ArbiterMetrics
+    from themis.runtime.service_options import ServiceOptions
     from themis.runtime.store import Store
 
 

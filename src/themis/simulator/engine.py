@@ -19,7 +19,7 @@ import heapq
 import itertools
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
@@ -27,6 +27,9 @@ from typing import NamedTuple
 from themis.errors import ThemisError
 from themis.fairness.ftf import t_cluster
 from themis.fairness.shares import FairShares
+from themis.mechanism.checks import check_changes, check_moves
+from themis.mechanism.pool import FreePool
+from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.model.cluster import Cluster
 from themis.model.gpu_types import with_type_times
 from themis.model.knowledge import check_estimate_error, declared
@@ -34,21 +37,16 @@ from themis.model.lies import by_submitted_app, check_lie, claimed_profile
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, Workload
-from themis.policies._pool import FreePool
 from themis.policies.base import Changes, Policy, Schedule, SchedulingView
 from themis.simulator.events import AppArrival, Event, GrantEnd, JobEnd
 from themis.simulator.search import SearchBook
-from themis.workload.formats import gang_field
+from themis.workload.fits import check_fits
 
 #: Events closer than this (seconds) are handled as one instant.
 EPSILON = 1e-6
 #: Seconds past a grant's end (and the batching window) within which a job's end event is
 #: queued at its start (``Simulator._grants``); a later end waits for the grant's round.
 _LATER = 1.0
-
-#: Grant ends this close (seconds) are batched into one round by default (docs/design.md §5): a
-#: round then holds several apps' GPUs at once instead of one lease at a time.
-DEFAULT_BATCH_WINDOW = 30.0
 
 
 @dataclass(frozen=True)
@@ -469,71 +467,14 @@ class Simulator:
             )
 
     def _check(self, schedule: Schedule) -> None:
-        """``check_schedule``'s rules, checked in time proportional to the grants that
-        change: the simulator knows which running job holds each GPU."""
-        seen: set[int] = set()
-        active = {id(a) for a in self.active}
-        size = self.cluster.size
-        moved = []
-        for job, grant in schedule.items():
-            gpus = grant.gpus
-            if job.gpus and (gpus is job.gpus or gpus == job.gpus):
-                # Continues where it runs: its GPUs were checked when it started and no
-                # other running job holds them; only new grants can collide with them.
-                continue
-            moved.append((job, grant))
-        holder = self._holder
-        for job, grant in moved:
-            if job.finished_at is not None or id(job.app) not in active:
-                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
-            if len(grant.gpus) != job.gang:
-                raise AssertionError(
-                    f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
-                )
-            for g in grant.gpus:
-                if not 0 <= g < size or g in seen:
-                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
-                seen.add(g)
-                other = holder.get(g)  # a running job on g that keeps it collides
-                if other is not None and other in schedule:
-                    kept = schedule[other].gpus
-                    if kept is other.gpus or kept == other.gpus:
-                        raise AssertionError(f"policy granted GPU {g} twice or out of range")
+        """The schedule against the rules (``mechanism/checks.py``), in time proportional
+        to the grants that change: the simulator knows which running job holds each GPU."""
+        check_moves(schedule, self.active, self.cluster.size, self._holder)
 
     def _check_changes(self, changes: Changes) -> None:
         """``_check`` of the schedule ``changes`` stands for, in time proportional to the
         changes."""
-        start = changes.start
-        for job in changes.stop:
-            if not job.gpus:
-                raise AssertionError(f"policy stopped {job.job_id}, which does not run")
-        stopped = set(changes.stop)
-        seen: set[int] = set()
-        size = self.cluster.size
-        holder = self._holder
-        for job, grant in start.items():
-            gpus = grant.gpus
-            if job.gpus and (gpus is job.gpus or gpus == job.gpus):
-                continue  # continues where it runs (see ``_check``)
-            if job.finished_at is not None or job.app.finish is not None:
-                raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
-            if len(gpus) != job.gang:
-                raise AssertionError(
-                    f"policy gave {job.job_id} {len(gpus)} GPUs for a gang of {job.gang}"
-                )
-            for g in gpus:
-                if not 0 <= g < size or g in seen:
-                    raise AssertionError(f"policy granted GPU {g} twice or out of range")
-                seen.add(g)
-                other = holder.get(g)  # a running job on g that keeps it collides
-                if other is not None:
-                    grant_of = start.get(other)
-                    if (
-                        grant_of.gpus == other.gpus
-                        if grant_of is not None
-                        else other not in stopped
-                    ):
-                        raise AssertionError(f"policy granted GPU {g} twice or out of range")
+        check_changes(changes, self.cluster.size, self._holder)
 
     def _apply_changes(self, changes: Changes, now: float) -> None:
         """``_apply`` of the schedule ``changes`` stands for, in the same order: stops in
@@ -669,50 +610,6 @@ def _full_collections_deferred() -> Iterator[None]:
             _gc_depth -= 1
             if _gc_depth == 0:
                 gc.set_threshold(*_gc_saved)
-
-
-def check_schedule(schedule: Schedule, active: Sequence[AppState], cluster: Cluster) -> None:
-    """A policy that breaks the rules is a bug, never silently repaired: no GPU twice,
-    exact gangs, only live jobs of active apps. The Ray runtime checks with this too."""
-    seen: set[int] = set()
-    ids = {id(a) for a in active}
-    for job, grant in schedule.items():
-        if job.finished_at is not None or id(job.app) not in ids:
-            raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
-        if len(grant.gpus) != job.gang:
-            raise AssertionError(
-                f"policy gave {job.job_id} {len(grant.gpus)} GPUs for a gang of {job.gang}"
-            )
-        for g in grant.gpus:
-            if not 0 <= g < cluster.size or g in seen:
-                raise AssertionError(f"policy granted GPU {g} twice or out of range")
-            seen.add(g)
-
-
-def check_fits(workload: Workload, cluster: Cluster) -> None:
-    """Refuse, before any run, a job whose gang is larger than the cluster; the error
-    names the trace format's own field for the GPU count."""
-    fmt = workload.notes.get("format")
-    gang_name = gang_field(fmt if isinstance(fmt, str) else None)
-    with_type_times(workload, cluster)  # every model has a speed on every GPU type
-    # A gang never mixes GPU types: it must fit in the largest type's GPUs.
-    largest = max((part.count for _, part in cluster.shape.parts), default=cluster.size)
-    for app in workload.apps:
-        if app.model not in workload.profiles:
-            raise ThemisError(f"unknown model '{app.model}'", source=workload.source, field="model")
-        for job in app.jobs:
-            if job.gang > largest:
-                where = (
-                    f"the cluster has {cluster.size}"
-                    if not cluster.typed
-                    else f"a gang never mixes GPU types and the largest type has {largest}"
-                )
-                raise ThemisError(
-                    f"job {job.job_id} needs {job.gang} GPUs but {where}",
-                    source=workload.source,
-                    line=job.line,
-                    field=gang_name,
-                )
 
 
 def simulate(

@@ -3,14 +3,26 @@ the arbiter must run a round afterwards; the loop never needs to know what an ev
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from themis.model.state import JobState
 from themis.model.workload import AppSpec
 
-if TYPE_CHECKING:
-    from themis.simulator.engine import Simulator
+
+class Simulator(Protocol):
+    """What events ask of the simulator (``engine.Simulator``), named here so that the
+    events need not import the engine that imports them."""
+
+    @property
+    def tokens(self) -> Mapping[int, int]: ...
+
+    def admit(self, spec: AppSpec, now: float) -> None: ...
+
+    def job_reached(self, job: JobState, now: float) -> None: ...
+
+    def any_grant_ending(self, now: float) -> bool: ...
 
 
 class Event:

@@ -1,0 +1,15 @@
+"""The choices of Themis's arbiter that the command line offers by name: how it ranks apps
+and how a bid values a bundle. Here, not in ``round.py``, so that the policy options and
+the CLI can list them without importing the arbiter's round."""
+
+#: How Themis's arbiter ranks apps for the offer, the leftover and reservations: by the
+#: rho of the work they have done (``verified_rho``: observed progress only, so no
+#: declaration moves it; an app that has made nothing by its standing), with N the larger
+#: of the app's N_avg and the apps sharing the cluster now (``verified``) or its N_avg
+#: alone (``verified-avg-n``, the default until 2026-12-06), the latter with the apps that
+#: cannot run on what they hold first (``verified-tiered``, 0.2's default), or by the rho
+#: their declared remaining work gives (the paper's).
+RANKINGS = ("verified", "verified-avg-n", "verified-tiered", "declared")
+#: How a Themis bid values a bundle (``--valuation``): the paper's rho ratio, or the ratio of
+#: the remaining times alone, which no uniform misstatement of work can move.
+VALUATIONS = ("paper", "remaining")
