@@ -26,6 +26,7 @@ WHOLE = [
     "fairness",
     "auction",
     "agent",
+    "mechanism",
     "arbiter",
     "policies",
     "simulator",

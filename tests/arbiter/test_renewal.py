@@ -101,8 +101,8 @@ def test_renewed_count_is_the_ceiling_of_the_share() -> None:
 
 
 def test_a_share_outside_zero_to_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="renewal share"):
-        Arbiter(Cluster.from_spec("1x1x8"), 0.8, 100.0, random.Random(0), renewal_share=1.5)
+    with pytest.raises(ValueError, match=r"'--renewal-share': must be in \[0, 1\], got 1.5"):
+        PolicyOptions(renewal_share=1.5)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,19 +4,17 @@ paper's rho ratio (elapsed time included) grows steeper (issue 19's ``work:F`` l
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.policies.hand import make_app
 from themis.agent.agent import Agent
-from themis.arbiter.round import Arbiter
 from themis.auction.bids import Bid
 from themis.fairness.ftf import t_cluster
 from themis.model.cluster import Cluster
 from themis.model.state import AppState
+from themis.policies import PolicyOptions
 
 CLUSTER = Cluster.from_spec("1x2x8")
 
@@ -91,5 +89,5 @@ def test_a_starving_app_values_nothing_by_remaining_time_too() -> None:
 
 
 def test_an_unknown_valuation_is_refused() -> None:
-    with pytest.raises(ValueError, match="valuation must be one of paper, remaining"):
-        Arbiter(CLUSTER, 0.8, 600.0, random.Random(0), valuation="bogus")
+    with pytest.raises(ValueError, match="'--valuation': must be one of paper, remaining"):
+        PolicyOptions(valuation="bogus")

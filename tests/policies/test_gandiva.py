@@ -140,7 +140,7 @@ def test_boundary_round_on_a_hand_built_view_rotates_and_queues() -> None:
 
 def test_quantum_must_be_positive_and_finite() -> None:
     for bad in (0.0, -5.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="quantum"):
+        with pytest.raises(ValueError, match="'--gandiva-slice': must be a number of seconds > 0"):
             make_policy("gandiva", PolicyOptions(gandiva_slice=bad))
 
 

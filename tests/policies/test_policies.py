@@ -18,7 +18,7 @@ from themis.model.cluster import Cluster
 from themis.model.profiles import ModelProfile
 from themis.model.state import AppState, JobState
 from themis.model.workload import AppSpec, JobSpec
-from themis.policies import SchedulingView, make_policy, policy_names
+from themis.policies import PolicyOptions, SchedulingView, make_policy, policy_names
 from themis.policies.max_min import water_fill
 
 TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.5, cross_rack=0.25)
@@ -363,14 +363,11 @@ def test_round_with_nothing_free_changes_nothing(three_apps) -> None:
     }
 
 
-def test_arbiter_rejects_bad_knobs() -> None:
-    c = Cluster.from_spec("1x1x1")
-    with pytest.raises(ValueError):
-        Arbiter(c, 1.0, 30.0, random.Random(0))
-    with pytest.raises(ValueError):
-        Arbiter(c, -0.1, 30.0, random.Random(0))
-    with pytest.raises(ValueError):
-        Arbiter(c, 0.5, 0.0, random.Random(0))
+def test_themis_rejects_bad_knobs() -> None:
+    # checked once, when the options are made (policies/knobs.py), before any arbiter
+    for bad in ({"fairness_knob": 1.0}, {"fairness_knob": -0.1}, {"lease": 0.0}):
+        with pytest.raises(ValueError):
+            make_policy("themis", PolicyOptions(**bad))  # type: ignore[arg-type]
 
 
 def test_allocate_leftover_prefers_best_span_then_candidate_order() -> None:

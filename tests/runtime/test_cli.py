@@ -45,8 +45,16 @@ def test_serve_defaults_are_the_service_defaults() -> None:
 
     params = {p.name: p.default for p in serve.params}
     options = ServiceOptions()
-    assert params["lease_s"] == options.lease
+    assert params["lease"] == options.lease
     assert params["fairness_knob"] == options.fairness_knob
+    assert params["seed"] == options.seed
+    # every policy knob's flag defaults to what the service gives the policy
+    from dataclasses import replace
+
+    from themis.cli.policy_flags import policy_values
+
+    values = policy_values({k: v for k, v in params.items() if k is not None})
+    assert replace(options.policy_options(), **values) == options.policy_options()
     assert params["batch_window"] == options.batch_window
     assert params["grace"] == options.grace
     assert params["policy"] == options.policy

@@ -27,7 +27,6 @@ from themis.agent.agent import Agent
 from themis.agent.app_scheduler import assign_jobs
 from themis.arbiter.leftover import allocate_leftover
 from themis.arbiter.offer import OfferOrder
-from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.arbiter.reservation import (
     Reservation,
     ReservationBook,
@@ -120,20 +119,8 @@ class Arbiter:
         renew_within_share: bool = False,
         gang_at_once: bool = True,
     ) -> None:
-        if not 0.0 <= fairness_knob < 1.0:
-            raise ValueError("the fairness knob f must satisfy 0 <= f < 1")
-        if lease <= 0:
-            raise ValueError("the lease must be > 0 seconds")
-        if reservation_bound is not None and reservation_bound < 0:
-            raise ValueError("the reservation bound must be >= 0 seconds (0: no reservations)")
-        if lease_align < 0:
-            raise ValueError("the lease alignment must be >= 0 seconds (0: not aligned)")
-        if not 0.0 <= renewal_share <= 1.0:
-            raise ValueError("the renewal share must satisfy 0 <= share <= 1")
-        if ranking not in RANKINGS:
-            raise ValueError(f"the ranking must be one of {', '.join(RANKINGS)}")
-        if valuation not in VALUATIONS:
-            raise ValueError(f"the valuation must be one of {', '.join(VALUATIONS)}")
+        # The knobs are ``PolicyOptions``'s, checked once when those are made
+        # (``policies/knobs.py``); the Themis policy makes the arbiter from them.
         self.cluster = cluster
         self.fairness_knob = fairness_knob
         self.lease = lease

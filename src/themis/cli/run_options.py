@@ -15,6 +15,7 @@ import click
 
 from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.cli import defaults
+from themis.cli.policy_flags import policy_flags, policy_values
 from themis.errors import ThemisError
 from themis.experiments.workloads import (
     Variants,
@@ -27,7 +28,7 @@ from themis.model.cluster import Cluster
 from themis.model.lies import Lie, apply_lies, declarations, parse_lies
 from themis.model.workload import Workload
 from themis.policies import PolicyOptions, policy_names
-from themis.policies.base import RANKINGS, VALUATIONS
+from themis.policies.knobs import KNOBS
 from themis.simulator.engine import Conditions
 from themis.units import gpu_hours_text
 from themis.workload import (
@@ -237,22 +238,7 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             metavar="RxMxG",
             help="Racks x machines per rack x GPUs per machine.",
         ),
-        click.option(
-            "--fairness-knob",
-            type=float,
-            default=defaults.FAIRNESS_KNOB,
-            show_default=True,
-            metavar="F",
-            help="0 <= F < 1: the worst ceil((1-F)*n) apps bid in each auction.",
-        ),
-        click.option(
-            "--lease",
-            type=float,
-            default=defaults.LEASE_S,
-            show_default=True,
-            metavar="SECONDS",
-            help="Lease length (> 0); the re-allocation quantum of non-leasing policies.",
-        ),
+        *policy_flags(),
         click.option(
             "--batch-window",
             type=float,
@@ -260,87 +246,6 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             metavar="SECONDS",
             help="Lease ends this close (>= 0) are batched into one round.",
-        ),
-        click.option(
-            "--reservation-bound",
-            type=float,
-            default=None,
-            metavar="SECONDS",
-            help="Themis: longest a reservation may hold GPUs idle for a waiting gang "
-            "(0: no reservations)  [default: one lease]",
-        ),
-        click.option(
-            "--lease-align",
-            type=float,
-            default=0.0,
-            show_default=True,
-            metavar="SECONDS",
-            help="Themis: end leases on multiples of this many seconds (0: not aligned).",
-        ),
-        click.option(
-            "--ranking",
-            type=click.Choice(RANKINGS),
-            default=PolicyOptions.ranking,
-            show_default=True,
-            help="Themis: rank apps by the rho of the work they have done (verified: "
-            "observed progress only, N the larger of the app's N_avg and the apps now; an "
-            "app that has made nothing by its starving rho one lease later), the same with "
-            "N_avg alone (verified-avg-n, the default until 2026-12-06), that with apps "
-            "that cannot run first (verified-tiered, the 0.2 default), or by the rho of "
-            "their declared remaining work (declared).",
-        ),
-        click.option(
-            "--renewal-share",
-            type=float,
-            default=PolicyOptions.renewal_share,
-            show_default=True,
-            metavar="R",
-            help="Themis: leases ending for the worst-off R (0..1) of the apps that want "
-            "GPUs are renewed in place, not auctioned (0: all auctioned, as in the paper).",
-        ),
-        click.option(
-            "--renew-within-share/--no-renew-within-share",
-            default=PolicyOptions.renew_within_share,
-            show_default="on when --restart-cost > 0",
-            help="Themis: an app holding no more than its fair share (1/N of the "
-            "cluster) keeps its ending leases, renewed in place: fewer restarts, at a "
-            "small cost in fairness on small gang-mix clusters where restarts are free "
-            "(docs/knowledge.md).",
-        ),
-        click.option(
-            "--gang-at-once/--no-gang-at-once",
-            default=PolicyOptions.gang_at_once,
-            show_default=True,
-            help="Themis: the worst-off app, holding no GPU, starts its next gang at once "
-            "when it fits the free GPUs on its best span (a reservation made and fulfilled "
-            "in one round) instead of bidding for them: big gangs no longer lose to the "
-            "same trials cut smaller (docs/gangs.md).",
-        ),
-        click.option(
-            "--valuation",
-            type=click.Choice(VALUATIONS),
-            default=PolicyOptions.valuation,
-            show_default=True,
-            help="Themis: a bid values a bundle by the app's rho with it (paper) or by its "
-            "remaining time with it (remaining: declaring more or less work changes "
-            "nothing).",
-        ),
-        click.option(
-            "--auction-node-limit",
-            type=int,
-            default=DEFAULT_NODE_LIMIT,
-            show_default=True,
-            metavar="N",
-            help="Themis: search nodes one auction may take before it answers with its best "
-            "allocation and a bound on the gap (0: no limit; docs/auction.md).",
-        ),
-        click.option(
-            "--auction-deadline",
-            type=float,
-            default=None,
-            metavar="SECONDS",
-            help="Themis: wall-clock seconds one auction may take (not reproducible; the "
-            "runtime's bound)  [default: none]",
         ),
         click.option(
             "--seed",
@@ -398,7 +303,6 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Model profiles JSON (default: the bundled model_profiles.json).",
         ),
         *variant_options(),
-        *baseline_options(),
     ]
     for option in reversed(options):
         command = option(command)
@@ -416,61 +320,6 @@ def run_options_except(*names: str) -> Callable[[Callable[..., Any]], Callable[.
         return command
 
     return decorate
-
-
-def baseline_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
-    """Settings of single baselines (defaults: as their authors run them)."""
-    return [
-        click.option(
-            "--tiresias-queues",
-            default=None,
-            metavar="T1,T2,...",
-            help="Tiresias: service thresholds between its queues, GPU-seconds, increasing "
-            "(3600: two queues)  [default: 3250,7200, the authors' default run]",
-        ),
-        click.option(
-            "--tiresias-promote-knob",
-            type=float,
-            default=None,
-            metavar="K",
-            help="Tiresias: promote a waiting job back to the top queue once it has waited "
-            "K times its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
-        ),
-        click.option(
-            "--gandiva-slice",
-            type=float,
-            default=defaults.GANDIVA_SLICE_S,
-            show_default=True,
-            metavar="SECONDS",
-            help="Gandiva: the round-robin time slice (not the lease).",
-        ),
-        click.option(
-            "--gavel-resolve",
-            type=click.Choice(["simulator", "cluster"]),
-            default="simulator",
-            show_default=True,
-            help="gavel, gavel-mmf: re-solve the allocation as Gavel's simulator does (with "
-            "the time counters' reset, at most every 1920 s) or as its cluster scheduler "
-            "does (at the first round after every arrival or completion).",
-        ),
-    ]
-
-
-def parse_thresholds(text: str | None) -> tuple[float, ...] | None:
-    """``--tiresias-queues``: comma-separated increasing positive GPU-seconds."""
-    if text is None:
-        return None
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise ThemisError(
-            f"must be comma-separated GPU-seconds, got '{text}'", field="--tiresias-queues"
-        ) from None
-    if any(not (0 < v < math.inf) for v in values) or list(values) != sorted(set(values)):
-        raise ThemisError(
-            f"must be increasing positive GPU-seconds, got '{text}'", field="--tiresias-queues"
-        )
-    return values
 
 
 def variant_options() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
@@ -512,8 +361,6 @@ def make_config(
     *,
     trace: str = defaults.TRACE,
     cluster: str = defaults.CLUSTER,
-    fairness_knob: float = defaults.FAIRNESS_KNOB,
-    lease: float = defaults.LEASE_S,
     batch_window: float = defaults.BATCH_WINDOW_S,
     seed: int = defaults.SEED,
     arrivals: str | None = None,
@@ -526,29 +373,19 @@ def make_config(
     vgg_share: float | None = None,
     contention: float = 1.0,
     throughputs: str | None = None,
-    reservation_bound: float | None = None,
-    lease_align: float = 0.0,
-    ranking: str = PolicyOptions.ranking,
-    renewal_share: float = PolicyOptions.renewal_share,
-    renew_within_share: bool | None = PolicyOptions.renew_within_share,
-    gang_at_once: bool = PolicyOptions.gang_at_once,
-    valuation: str = PolicyOptions.valuation,
-    gavel_resolve: str = "simulator",
     estimate_error: float = defaults.ESTIMATE_ERROR,
     restart_cost: float = defaults.RESTART_COST_S,
     misreport: tuple[str, ...] = (),
-    tiresias_queues: str | None = None,
-    tiresias_promote_knob: float | None = None,
-    gandiva_slice: float = defaults.GANDIVA_SLICE_S,
-    auction_node_limit: int | None = DEFAULT_NODE_LIMIT,
-    auction_deadline: float | None = None,
+    **knobs: Any,
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
-    ``--format`` or the file) and the arrival mode resolved to the format's default."""
-    if not 0 <= fairness_knob < 1:
-        raise ThemisError(f"must be in [0, 1), got {fairness_knob}", field="--fairness-knob")
-    if not (math.isfinite(lease) and lease > 0):
-        raise ThemisError(f"must be a number of seconds > 0, got {lease}", field="--lease")
+    ``--format`` or the file) and the arrival mode resolved to the format's default.
+    ``knobs`` are the policies' (``policies/knobs.py``, by parameter name: ``lease``,
+    ``fairness_knob``, ``tiresias_queues`` ...), checked once, by ``PolicyOptions``."""
+    unknown = sorted(set(knobs) - {knob.name for knob in KNOBS})
+    if unknown:
+        raise TypeError(f"make_config() got unexpected keyword arguments: {', '.join(unknown)}")
+    policy = PolicyOptions(seed=seed, **policy_values(knobs))
     if not (math.isfinite(batch_window) and batch_window >= 0):
         raise ThemisError(
             f"must be a number of seconds >= 0, got {batch_window}", field="--batch-window"
@@ -559,50 +396,28 @@ def make_config(
         )
     if not (math.isfinite(app_gap) and app_gap >= 0):
         raise ThemisError(f"must be a number of seconds >= 0, got {app_gap}", field="--app-gap")
-    if reservation_bound is not None and not (
-        math.isfinite(reservation_bound) and reservation_bound >= 0
-    ):
-        raise ThemisError(
-            f"must be a number of seconds >= 0, got {reservation_bound}",
-            field="--reservation-bound",
-        )
-    if not (math.isfinite(renewal_share) and 0 <= renewal_share <= 1):
-        raise ThemisError(f"must be in [0, 1], got {renewal_share}", field="--renewal-share")
-    if not (math.isfinite(lease_align) and lease_align >= 0):
-        raise ThemisError(
-            f"must be a number of seconds >= 0, got {lease_align}", field="--lease-align"
-        )
-    if tiresias_promote_knob is not None and not tiresias_promote_knob > 0:
-        raise ThemisError(
-            f"must be > 0 (inf: off), got {tiresias_promote_knob}",
-            field="--tiresias-promote-knob",
-        )
-    if not (math.isfinite(gandiva_slice) and gandiva_slice > 0):
-        raise ThemisError(
-            f"must be a number of seconds > 0, got {gandiva_slice}", field="--gandiva-slice"
-        )
-    baselines: dict[str, Any] = {
-        "tiresias_queues": parse_thresholds(tiresias_queues),
-        "tiresias_promote_knob": tiresias_promote_knob,
-        "gandiva_slice_s": gandiva_slice,
-        "gavel_resolve": gavel_resolve,
-    }
-    if auction_node_limit is not None and auction_node_limit < 0:
-        raise ThemisError(
-            f"must be a number of nodes >= 0, got {auction_node_limit}",
-            field="--auction-node-limit",
-        )
-    if auction_deadline is not None and not (
-        math.isfinite(auction_deadline) and auction_deadline > 0
-    ):
-        raise ThemisError(
-            f"must be a number of seconds > 0, got {auction_deadline}", field="--auction-deadline"
-        )
-    node_limit = auction_node_limit or None  # 0: no limit
     variants = Variants(gang_mix, parse_model_share(model_share, vgg_share), contention)
     variants.check()
     lies = parse_lies(misreport)
     Conditions(estimate_error, restart_cost).check()
+    knob_fields: dict[str, Any] = {
+        "reservation_bound_s": policy.reservation_bound,
+        "lease_align_s": policy.lease_align,
+        "ranking": policy.ranking,
+        "renewal_share": policy.renewal_share,
+        "renew_within_share": policy.renew_within_share,
+        "gang_at_once": policy.gang_at_once,
+        "valuation": policy.valuation,
+        "gavel_resolve": policy.gavel_resolve,
+        "tiresias_queues": policy.tiresias_thresholds,
+        "tiresias_promote_knob": policy.tiresias_promote_knob,
+        "gandiva_slice_s": policy.gandiva_slice,
+        "auction_node_limit": policy.auction_node_limit,
+        "auction_deadline_s": policy.auction_deadline,
+        "estimate_error": estimate_error,
+        "restart_cost_s": restart_cost,
+        "misreport": lies,
+    }
     if is_generated(trace):
         if trace_format_name is not None:
             raise ThemisError("a generated workload has no file format", field="--format")
@@ -614,8 +429,8 @@ def make_config(
         return RunConfig(
             trace,
             cluster,
-            fairness_knob,
-            lease,
+            policy.fairness_knob,
+            policy.lease,
             batch_window,
             seed,
             ArrivalMode.TRACE.value,
@@ -624,27 +439,15 @@ def make_config(
             GENERATED_FORMAT,
             app_gap,
             variants,
-            reservation_bound_s=reservation_bound,
-            lease_align_s=lease_align,
-            ranking=ranking,
-            renewal_share=renewal_share,
-            renew_within_share=renew_within_share,
-            gang_at_once=gang_at_once,
-            valuation=valuation,
-            estimate_error=estimate_error,
-            restart_cost_s=restart_cost,
-            misreport=lies,
-            **baselines,
-            auction_node_limit=node_limit,
-            auction_deadline_s=auction_deadline,
+            **knob_fields,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
     return RunConfig(
         trace,
         cluster,
-        fairness_knob,
-        lease,
+        policy.fairness_knob,
+        policy.lease,
         batch_window,
         seed,
         mode,
@@ -654,19 +457,7 @@ def make_config(
         app_gap,
         variants,
         throughputs,
-        reservation_bound_s=reservation_bound,
-        lease_align_s=lease_align,
-        ranking=ranking,
-        renewal_share=renewal_share,
-        renew_within_share=renew_within_share,
-        gang_at_once=gang_at_once,
-        valuation=valuation,
-        estimate_error=estimate_error,
-        restart_cost_s=restart_cost,
-        misreport=lies,
-        **baselines,
-        auction_node_limit=node_limit,
-        auction_deadline_s=auction_deadline,
+        **knob_fields,
     )
 
 

@@ -21,9 +21,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from themis.auction.budget import DEFAULT_DEADLINE
 from themis.cli import defaults
 from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
+from themis.cli.policy_flags import policy_flags_of, policy_values
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
 from themis.policies import policy_names
@@ -32,6 +34,10 @@ from themis.policies import policy_names
 STATE_DIR = ".themis"
 #: Where serve listens by default: loopback only.
 DEFAULT_LISTEN = "127.0.0.1:7878"
+#: Where the runtime's knobs differ from the simulator's: an auction is bounded by the
+#: wall clock (``auction.budget.DEFAULT_DEADLINE``), not by search nodes, since a round
+#: must answer in real time and need not be reproducible (docs/auction.md).
+RUNTIME_DEFAULTS = {"auction_node_limit": None, "auction_deadline": DEFAULT_DEADLINE}
 
 _STATE = click.option(
     "--state-dir",
@@ -103,19 +109,13 @@ def _client(server: str, token: str | None) -> Any:
 @click.option(
     "--policy", type=click.Choice(policy_names()), default=defaults.POLICY, show_default=True
 )
+@policy_flags_of(RUNTIME_DEFAULTS)
 @click.option(
-    "--lease",
-    "lease_s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=defaults.LEASE_S,
+    "--seed",
+    type=int,
+    default=defaults.SEED,
     show_default=True,
-    help="Lease length in seconds.",
-)
-@click.option(
-    "--fairness-knob",
-    type=click.FloatRange(0, 1, max_open=True),
-    default=defaults.FAIRNESS_KNOB,
-    show_default=True,
+    help="Seed of the policy's random choices.",
 )
 @click.option(
     "--batch-window",
@@ -167,8 +167,7 @@ def serve(
     host: str,
     storage: str | None,
     policy: str,
-    lease_s: float,
-    fairness_knob: float,
+    seed: int,
     batch_window: float,
     grace: float,
     exit_when_done: bool,
@@ -177,12 +176,15 @@ def serve(
     url_file: str | None,
     tls_cert: str | None,
     tls_key: str | None,
+    **knobs: Any,
 ) -> None:
     """Run the Themis arbiter: start a local Ray cluster (--gpus over --machines) or join
     one (--address), serve the API on --listen, and schedule submitted apps until
     interrupted. The operator's tokens are in STATE_DIR/admin.token and submit.token."""
     from themis.runtime import server as api_server
 
+    values = policy_values(knobs)
+    lease_s = values.pop("lease")
     if not grace < lease_s:  # checked before anything starts (ServiceOptions says why)
         raise ThemisError(
             f"--grace ({grace:g}s) must be shorter than --lease ({lease_s:g}s)", field="--grace"
@@ -204,9 +206,12 @@ def serve(
     options = ServiceOptions(
         policy=policy,
         lease=lease_s,
-        fairness_knob=fairness_knob,
+        fairness_knob=values.pop("fairness_knob"),
         batch_window=batch_window,
         grace=grace,
+        seed=seed,
+        auction_deadline=values.pop("auction_deadline"),
+        knobs=tuple(sorted(values.items())),
     )
     if not api_server.is_loopback(api_host) and tls_cert is None:
         click.echo(

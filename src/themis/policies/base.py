@@ -18,6 +18,7 @@ from typing import ClassVar
 from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
+from themis.policies.knobs import KNOBS, check_values
 
 __all__ = [
     "RANKINGS",
@@ -36,7 +37,10 @@ class PolicyOptions:
     """Knobs shared by policies; each uses the ones it needs.
 
     Defaults: see ``docs/`` and the README. ``lease`` is the grant length in seconds for
-    policies that lease (Themis) and the re-allocation quantum for the others.
+    policies that lease (Themis) and the re-allocation quantum for the others. Each knob's
+    flag, meaning and rule are declared once, in ``knobs.py``; an options object that
+    breaks a rule is refused when it is made (``BadOption``, naming the flag), whoever
+    makes it.
     """
 
     lease: float = 600.0
@@ -86,6 +90,9 @@ class PolicyOptions:
     #: wall-clock seconds (None: no deadline; the runtime sets one). docs/auction.md.
     auction_node_limit: int | None = DEFAULT_NODE_LIMIT
     auction_deadline: float | None = None
+
+    def __post_init__(self) -> None:
+        check_values(**{knob.field: getattr(self, knob.field) for knob in KNOBS})
 
 
 class Policy(ABC):

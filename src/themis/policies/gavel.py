@@ -77,6 +77,7 @@ from themis.policies.base import (
     Schedule,
     SchedulingView,
 )
+from themis.policies.knobs import GAVEL_RESOLVE
 from themis.policies.registry import register
 
 Gpus = tuple[int, ...]
@@ -86,7 +87,7 @@ _EPSILON = 1e-6
 
 
 #: When the allocation is solved again: Gavel's simulator or its cluster scheduler.
-RESOLVE_MODES = ("simulator", "cluster")
+RESOLVE_MODES = GAVEL_RESOLVE
 
 
 @register

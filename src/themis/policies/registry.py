@@ -48,7 +48,7 @@ def register(cls: type[Policy]) -> type[Policy]:
 ENTRY_POINT_GROUP = "themis.policies"
 
 #: Modules of this package that are not policies.
-_NOT_POLICIES = frozenset({"base", "registry"})
+_NOT_POLICIES = frozenset({"base", "knobs", "registry"})
 #: Listed first, in this order; the rest follow by name.
 _FIRST = ("themis",)
 

@@ -167,6 +167,8 @@ class ArbiterService(
             "lease": options.lease,
             "fairness_knob": options.fairness_knob,
             "batch_window": options.batch_window,
+            "seed": options.seed,
+            "knobs": dict(options.knobs),
         }
         self.store.set_meta(SERVE_META, json.dumps(record, sort_keys=True))
 

@@ -5,6 +5,7 @@ importing the loop that imports them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
@@ -30,6 +31,10 @@ class ServiceOptions:
     seed: int = 0
     #: Wall-clock seconds one auction may take (None: no deadline); no node limit here.
     auction_deadline: float | None = DEFAULT_DEADLINE
+    #: The policy's other knobs (``policies/knobs.py``), by ``PolicyOptions`` field, as
+    #: ``themis serve``'s flags set them: ``(("ranking", "verified"), ...)``. A knob not
+    #: named keeps its default (the node limit: none, the deadline bounds an auction).
+    knobs: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         # A grace as long as the lease lets a job that ignores its lease end hold its
@@ -39,12 +44,14 @@ class ServiceOptions:
                 f"--grace ({self.grace:g}s) must be shorter than --lease ({self.lease:g}s)",
                 field="--grace",
             )
+        self.policy_options()  # the knobs' rules, before anything starts
 
     def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(
-            lease=self.lease,
-            fairness_knob=self.fairness_knob,
-            seed=self.seed,
-            auction_node_limit=None,
-            auction_deadline=self.auction_deadline,
-        )
+        chosen: dict[str, Any] = {
+            "lease": self.lease,
+            "fairness_knob": self.fairness_knob,
+            "seed": self.seed,
+            "auction_node_limit": None,
+            "auction_deadline": self.auction_deadline,
+        }
+        return PolicyOptions(**{**chosen, **dict(self.knobs)})

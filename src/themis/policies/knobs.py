@@ -1,0 +1,253 @@
+"""Every knob a policy reads, declared once (issue 23): its command-line flag, what it
+means, which policies read it and the rule its value keeps.
+
+``PolicyOptions`` (``base.py``) holds the values and checks them against these rules when
+it is made, so a bad value is refused the same way whoever made it: a command's flag, a
+config file, the runtime, a library caller. The command line generates its flags from
+this table (``cli/policy_flags.py``) for ``simulate``, ``compare``, ``experiment`` and
+``serve`` alike, so the runtime has every knob the simulator has. Defaults are
+``PolicyOptions``'s own; a command may differ where it must (the runtime bounds an
+auction by the wall clock, not by search nodes).
+
+No click here: the library does not depend on the command line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from themis.arbiter.options import RANKINGS, VALUATIONS
+from themis.errors import ThemisError
+
+#: gavel, gavel-mmf: when the allocation is solved again (``--gavel-resolve``).
+GAVEL_RESOLVE = ("simulator", "cluster")
+
+
+class BadOption(ThemisError, ValueError):
+    """A knob's value breaks its rule: a user's mistake (``ThemisError``, one line on the
+    command line) and, to a library caller, a ``ValueError``."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob. ``field`` is its ``PolicyOptions`` attribute; ``flag`` its long option,
+    whose parameter is ``param`` (the field's name unless given: config files and
+    ``make_config`` say ``tiresias_queues`` for the text of ``tiresias_thresholds``).
+    ``check`` returns what is wrong with a value, or None. ``kind`` is the value's type on
+    the command line (``bool``: an on/off flag pair; ``str`` with ``choices``: one of
+    them). ``parse`` turns the command line's text into the value (``--tiresias-queues
+    3250,7200``), ``read`` the command line's value into the option's
+    (``--auction-node-limit 0``: no limit, None)."""
+
+    field: str
+    flag: str
+    help: str
+    kind: type
+    check: Callable[[Any], str | None]
+    policies: tuple[str, ...] = ()  # who reads it; () every policy
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    show_default: bool | str = True
+    parse: Callable[[str], Any] | None = None
+    read: Callable[[Any], Any] | None = None
+    param: str = ""
+
+    @property
+    def name(self) -> str:
+        """The command's parameter name of this knob."""
+        return self.param or self.field
+
+    def error(self, value: Any) -> BadOption | None:
+        """The error ``value`` makes, naming the flag (None: the value keeps the rule)."""
+        problem = self.check(value)
+        return None if problem is None else BadOption(problem, field=self.flag)
+
+
+def _seconds(low: str, optional: bool = False) -> Callable[[Any], str | None]:
+    """A finite number of seconds, ``> 0`` or ``>= 0`` (None allowed when ``optional``)."""
+
+    def check(value: Any) -> str | None:
+        if value is None and optional:
+            return None
+        ok = isinstance(value, (int, float)) and math.isfinite(value)
+        ok = ok and (value > 0 if low == ">" else value >= 0)
+        return None if ok else f"must be a number of seconds {low} 0, got {value}"
+
+    return check
+
+
+def _share(high_open: bool) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        ok = (
+            isinstance(value, (int, float))
+            and value >= 0
+            and (value < 1 if high_open else value <= 1)
+        )
+        return None if ok else f"must be in [0, 1{')' if high_open else ']'}, got {value}"
+
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}, got {value!r}"
+
+    return check
+
+
+def _thresholds(value: Any) -> str | None:
+    if value is None:
+        return None
+    ok = isinstance(value, tuple) and all(0 < v < math.inf for v in value)
+    if not ok or list(value) != sorted(set(value)):
+        return f"must be increasing positive GPU-seconds, got {value}"
+    return None
+
+
+def parse_thresholds(text: str) -> tuple[float, ...]:
+    """``--tiresias-queues``: comma-separated GPU-seconds (the rule is ``_thresholds``)."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise BadOption(
+            f"must be comma-separated GPU-seconds, got '{text}'", field="--tiresias-queues"
+        ) from None
+    if _thresholds(values) is not None:  # named as the user wrote it
+        raise BadOption(
+            f"must be increasing positive GPU-seconds, got '{text}'", field="--tiresias-queues"
+        )
+    return values
+
+
+def _nodes(value: Any) -> str | None:
+    ok = value is None or (isinstance(value, int) and value > 0)
+    return None if ok else f"must be a number of nodes >= 0, got {value}"
+
+
+def _promote(value: Any) -> str | None:
+    ok = value is None or (isinstance(value, (int, float)) and value > 0)
+    return None if ok else f"must be > 0 (inf: off), got {value}"
+
+
+def _any(value: Any) -> str | None:
+    return None
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "fairness_knob", "--fairness-knob",
+        "0 <= F < 1: the worst ceil((1-F)*n) apps bid in each auction.",
+        float, _share(high_open=True), ("themis",), metavar="F",
+    ),
+    Knob(
+        "lease", "--lease",
+        "Lease length (> 0); the re-allocation quantum of non-leasing policies.",
+        float, _seconds(">"), metavar="SECONDS",
+    ),
+    Knob(
+        "reservation_bound", "--reservation-bound",
+        "Themis: longest a reservation may hold GPUs idle for a waiting gang "
+        "(0: no reservations)  [default: one lease]",
+        float, _seconds(">=", optional=True), ("themis",), metavar="SECONDS",
+        show_default=False,
+    ),
+    Knob(
+        "lease_align", "--lease-align",
+        "Themis: end leases on multiples of this many seconds (0: not aligned).",
+        float, _seconds(">="), ("themis",), metavar="SECONDS",
+    ),
+    Knob(
+        "ranking", "--ranking",
+        "Themis: rank apps by the rho of the work they have done (verified: observed "
+        "progress only, N the larger of the app's N_avg and the apps now; an app that has "
+        "made nothing by its starving rho one lease later), the same with N_avg alone "
+        "(verified-avg-n, the default until 2026-12-06), that with apps that cannot run "
+        "first (verified-tiered, the 0.2 default), or by the rho of their declared "
+        "remaining work (declared).",
+        str, _one_of(RANKINGS), ("themis",), choices=RANKINGS,
+    ),
+    Knob(
+        "renewal_share", "--renewal-share",
+        "Themis: leases ending for the worst-off R (0..1) of the apps that want GPUs are "
+        "renewed in place, not auctioned (0: all auctioned, as in the paper).",
+        float, _share(high_open=False), ("themis",), metavar="R",
+    ),
+    Knob(
+        "renew_within_share", "--renew-within-share",
+        "Themis: an app holding no more than its fair share (1/N of the cluster) keeps its "
+        "ending leases, renewed in place: fewer restarts, at a small cost in fairness on "
+        "small gang-mix clusters where restarts are free (docs/knowledge.md).",
+        bool, _any, ("themis",), show_default="on when --restart-cost > 0",
+    ),
+    Knob(
+        "gang_at_once", "--gang-at-once",
+        "Themis: the worst-off app, holding no GPU, starts its next gang at once when it "
+        "fits the free GPUs on its best span (a reservation made and fulfilled in one "
+        "round) instead of bidding for them: big gangs no longer lose to the same trials "
+        "cut smaller (docs/gangs.md).",
+        bool, _any, ("themis",),
+    ),
+    Knob(
+        "valuation", "--valuation",
+        "Themis: a bid values a bundle by the app's rho with it (paper) or by its remaining "
+        "time with it (remaining: declaring more or less work changes nothing).",
+        str, _one_of(VALUATIONS), ("themis",), choices=VALUATIONS,
+    ),
+    Knob(
+        "auction_node_limit", "--auction-node-limit",
+        "Themis: search nodes one auction may take before it answers with its best "
+        "allocation and a bound on the gap (0: no limit; docs/auction.md).",
+        int, _nodes, ("themis",), metavar="N", read=lambda n: n or None,
+    ),
+    Knob(
+        "auction_deadline", "--auction-deadline",
+        "Themis: wall-clock seconds one auction may take (not reproducible; the runtime's "
+        "bound)  [default: none]",
+        float, _seconds(">", optional=True), ("themis",), metavar="SECONDS",
+        show_default=False,
+    ),
+    Knob(
+        "tiresias_thresholds", "--tiresias-queues",
+        "Tiresias: service thresholds between its queues, GPU-seconds, increasing (3600: "
+        "two queues)  [default: 3250,7200, the authors' default run]",
+        str, _thresholds, ("tiresias",), metavar="T1,T2,...", show_default=False,
+        parse=parse_thresholds, param="tiresias_queues",
+    ),
+    Knob(
+        "tiresias_promote_knob", "--tiresias-promote-knob",
+        "Tiresias: promote a waiting job back to the top queue once it has waited K times "
+        "its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
+        float, _promote, ("tiresias",), metavar="K", show_default=False,
+    ),
+    Knob(
+        "gandiva_slice", "--gandiva-slice",
+        "Gandiva: the round-robin time slice (not the lease).",
+        float, _seconds(">"), ("gandiva",), metavar="SECONDS",
+    ),
+    Knob(
+        "gavel_resolve", "--gavel-resolve",
+        "gavel, gavel-mmf: re-solve the allocation as Gavel's simulator does (with the time "
+        "counters' reset, at most every 1920 s) or as its cluster scheduler does (at the "
+        "first round after every arrival or completion).",
+        str, _one_of(GAVEL_RESOLVE), ("gavel", "gavel-mmf"), choices=GAVEL_RESOLVE,
+    ),
+)  # fmt: skip
+
+#: ``PolicyOptions`` fields with no flag: set by the command itself (``seed``: the run's
+#: seed) or by the library only (``max_menu``).
+NOT_FLAGS = ("seed", "max_menu")
+
+BY_FIELD = {knob.field: knob for knob in KNOBS}
+
+
+def check_values(**values: Any) -> None:
+    """Each value against its knob's rule, in the table's order; the first broken one is
+    raised (``BadOption``, naming its flag)."""
+    for knob in KNOBS:
+        if knob.field in values:
+            error = knob.error(values[knob.field])
+            if error is not None:
+                raise error
