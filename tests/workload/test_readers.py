@@ -40,7 +40,7 @@ def apps_of(workload) -> dict[str, tuple]:
 )
 def test_format_is_detected(sample: str, fmt: str) -> None:
     path = SAMPLE_FILES[sample]
-    assert detect_format(path, str(path)) == fmt
+    assert detect_format(path, str(path)).name == fmt
     assert load_workload(str(path)).notes["format"] == fmt
 
 

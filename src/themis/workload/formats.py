@@ -1,11 +1,21 @@
-"""The trace formats themis reads, and how a file's format is told from its content.
+"""The trace formats themis reads, found through a registry, and how a file's format is
+told from its content.
+
+Each format is a :class:`~themis.workload.plugin.TraceFormatPlugin` declared by its reader
+(``hyperdrive.FORMAT``, ...), and other packages add theirs through the entry-point group
+``themis.trace_formats`` (each entry names its format's plug-in object, e.g. ``mylog =
+my_pkg.mylog:FORMAT``). They are loaded on first use, the built-ins first; a plug-in that
+fails to load, is not a format or takes a taken name is skipped with one
+:class:`FormatPluginWarning` naming the entry point and the error, so one broken package
+never takes the built-in formats down.
 
 Detection looks at the file name and its first few kilobytes, never at the whole file:
+every registered claim by rank (``plugin.py``), which for the built-ins gives
 
 - a directory holding ``pai_job_table.csv``, or a file named ``pai_job_table*`` /
   ``pai_task_table*``: Alibaba PAI 2020;
 - ``.yaml``/``.yml``, or text starting with ``{``, or YAML with a top-level ``format:``,
-  ``version:`` or ``apps:`` key: themis's own format;
+  ``version:`` or ``apps:`` key (tried last): themis's own format;
 - text starting with ``[``: Philly ``cluster_job_log``;
 - ``.trace``, or a first line with tabs: Gavel;
 - a CSV header: ``experiment-id`` is HyperDrive, ``num_gpu``/``model_name`` Tiresias,
@@ -16,15 +26,22 @@ Anything else is refused with a request for ``--format``.
 
 from __future__ import annotations
 
-import re
+import importlib
+import warnings
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from themis.errors import ThemisError
+from themis.workload.plugin import CONTENT, Probe, TraceFormatPlugin
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 
 class TraceFormat(StrEnum):
-    """The trace formats themis reads (``DESCRIPTIONS`` says what each is)."""
+    """The names of the built-in formats (a plug-in's name is its own)."""
 
     THEMIS = "themis"
     HYPERDRIVE = "hyperdrive"
@@ -35,69 +52,131 @@ class TraceFormat(StrEnum):
     HELIOS = "helios"
 
 
-#: One line per format for help texts and ``inspect``.
-DESCRIPTIONS = {
-    TraceFormat.THEMIS: "themis workload, YAML or JSON (data/workload.schema.json)",
-    TraceFormat.HYPERDRIVE: "the Themis paper's HyperDrive CSV (Philly sweeps)",
-    TraceFormat.PHILLY: "Microsoft Philly cluster_job_log (JSON list of jobs)",
-    TraceFormat.GAVEL: "Gavel .trace (tab-separated, one job per line)",
-    TraceFormat.TIRESIAS: "Tiresias simulator CSV",
-    TraceFormat.PAI: "Alibaba PAI 2020 pai_job_table + pai_task_table CSVs",
-    TraceFormat.HELIOS: "SenseTime Helios cluster_log.csv",
-}
+#: The entry-point group third-party packages register trace formats under.
+ENTRY_POINT_GROUP = "themis.trace_formats"
+#: The modules declaring the built-in formats (``FORMAT``), in ``TraceFormat``'s order.
+_BUILTIN_MODULES = ("native", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios")
 
-#: The field that holds a job's GPU count, per format, for error messages.
-GANG_FIELD = {
-    TraceFormat.THEMIS: "gpus",
-    TraceFormat.HYPERDRIVE: "num-gpus",
-    TraceFormat.PHILLY: "attempts[].detail[].gpus",
-    TraceFormat.GAVEL: "scale_factor",
-    TraceFormat.TIRESIAS: "num_gpu",
-    TraceFormat.PAI: "plan_gpu",
-    TraceFormat.HELIOS: "gpu_num",
-}
+_REGISTRY: dict[str, TraceFormatPlugin] = {}
+#: Plug-ins skipped: entry-point name -> (its target "module:attr", what is wrong).
+_BROKEN: dict[str, tuple[str, str]] = {}
+_loaded = False
+
+
+class FormatPluginWarning(UserWarning):
+    """A ``themis.trace_formats`` entry point was skipped (its message says which, why)."""
+
+
+def register_format(plugin: TraceFormatPlugin) -> TraceFormatPlugin:
+    """Make ``plugin`` known by its name. A name registered twice is a programming error
+    (``ValueError``)."""
+    if plugin.name in _REGISTRY:
+        raise ValueError(f"trace format '{plugin.name}' registered twice")
+    _REGISTRY[plugin.name] = plugin
+    return plugin
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for name in _BUILTIN_MODULES:
+        module = importlib.import_module(f"themis.workload.{name}")
+        register_format(replace(module.FORMAT, origin=module.__name__))
+    load_format_plugins()
+
+
+def load_format_plugins() -> list[str]:
+    """Register the formats of the ``themis.trace_formats`` entry points; returns the names
+    registered. A broken entry is skipped with a :class:`FormatPluginWarning`."""
+    from importlib.metadata import entry_points
+
+    names = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        problem = _register_entry(entry)
+        if problem is None:
+            names.append(entry.name)
+        elif _BROKEN.get(entry.name) != (entry.value, problem):
+            _BROKEN[entry.name] = (entry.value, problem)
+            warnings.warn(
+                f"trace format plugin '{entry.name}' ({entry.value}): {problem}; skipped",
+                FormatPluginWarning,
+                stacklevel=2,
+            )
+    return names
+
+
+def _register_entry(entry: EntryPoint) -> str | None:
+    """Register one entry point's format; what is wrong with it, or ``None``."""
+    if entry.name in _REGISTRY and _REGISTRY[entry.name].origin.startswith("themis."):
+        return "the name of a built-in format"
+    if entry.name in _REGISTRY:
+        return None  # loaded before (entry points are read again after a reset)
+    try:
+        target = entry.load()
+    except Exception as exc:  # a broken plug-in is the user's to fix, not a themis bug
+        return f"cannot load: {type(exc).__name__}: {exc}"
+    if not isinstance(target, TraceFormatPlugin):
+        return f"is a {type(target).__name__}, not a TraceFormatPlugin"
+    if target.name != entry.name:
+        return f"declares the name '{target.name}', not '{entry.name}'"
+    if target.read is None:
+        return "has no reader (read=None is themis's own format only)"
+    register_format(replace(target, origin=entry.value))
+    return None
+
+
+def formats() -> list[TraceFormatPlugin]:
+    """Every registered format: the built-ins in ``TraceFormat``'s order, then plug-ins."""
+    _load()
+    return list(_REGISTRY.values())
+
+
+def format_names() -> list[str]:
+    return [f.name for f in formats()]
+
+
+def parse_format(name: str, flag: str = "--format") -> TraceFormatPlugin:
+    """The format called ``name``; a ``ThemisError`` naming ``flag`` when none is."""
+    _load()
+    found = _REGISTRY.get(str(name))
+    if found is not None:
+        return found
+    if name in _BROKEN:
+        target, problem = _BROKEN[name]
+        raise ThemisError(f"trace format plugin '{name}' ({target}): {problem}", field=flag)
+    known = ", ".join(format_names())
+    raise ThemisError(f"unknown trace format '{name}' (known: {known})", field=flag)
 
 
 def gang_field(fmt: str | None) -> str:
     """The name a format gives a job's GPU count (``gpus`` for a workload of no format)."""
-    try:
-        return GANG_FIELD[TraceFormat(fmt)] if fmt is not None else "gpus"
-    except ValueError:
-        return "gpus"
+    _load()
+    found = _REGISTRY.get(fmt) if fmt is not None else None
+    return found.gang_field if found is not None else "gpus"
 
 
-_YAML_KEY = re.compile(r"^(format|version|apps|profiles)\s*:", re.MULTILINE)
-
-
-def format_names() -> list[str]:
-    return [f.value for f in TraceFormat]
-
-
-def parse_format(name: str, flag: str = "--format") -> TraceFormat:
-    try:
-        return TraceFormat(name)
-    except ValueError:
-        known = ", ".join(format_names())
-        raise ThemisError(f"unknown trace format '{name}' (known: {known})", field=flag) from None
-
-
-def detect_format(path: Path, source: str) -> TraceFormat:
+def detect_format(path: Path, source: str) -> TraceFormatPlugin:
     """The format of ``path`` (see the module docstring); ThemisError when it cannot tell."""
-    if path.is_dir():
-        if (path / "pai_job_table.csv").exists():
-            return TraceFormat.PAI
+    ranked = sorted(
+        ((claim.rank, order, claim, plugin) for order, plugin in enumerate(formats())
+         for claim in plugin.claims),
+        key=lambda c: (c[0], c[1]),
+    )  # fmt: skip
+    probe = Probe.of_path(path)
+    if probe.folder:
+        for _, _, claim, plugin in ranked:
+            if claim.folder and plugin.folder and claim.holds(probe):
+                return plugin
+        hints = " or ".join(f.folder_hint for f in formats() if f.folder and f.folder_hint)
         raise ThemisError(
-            "is a directory, expected a trace file (or a folder with pai_job_table.csv "
-            "and pai_task_table.csv)",
+            "is a directory, expected a trace file" + (f" (or {hints})" if hints else ""),
             source=source,
         )
-    name = path.name.lower()
-    if name.startswith(("pai_job_table", "pai_task_table")):
-        return TraceFormat.PAI
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return TraceFormat.THEMIS
-    if path.suffix.lower() == ".trace":
-        return TraceFormat.GAVEL
+    for rank, _, claim, plugin in ranked:
+        if rank < CONTENT and not claim.folder and claim.holds(probe):
+            return plugin
     try:
         with path.open("rb") as handle:
             raw = handle.read(8192)
@@ -108,25 +187,10 @@ def detect_format(path: Path, source: str) -> TraceFormat:
     if b"\x00" in raw:
         line = raw[: raw.index(b"\x00")].count(b"\n") + 1
         raise ThemisError("binary data (a NUL byte), not a trace", source=source, line=line)
-    head = raw.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if head.startswith("{"):
-        return TraceFormat.THEMIS
-    if head.startswith("["):
-        return TraceFormat.PHILLY
-    first = head.split("\n", 1)[0]
-    if "\t" in first:
-        return TraceFormat.GAVEL
-    cells = {c.strip().strip('"') for c in first.split(",")}
-    if "experiment-id" in cells:
-        return TraceFormat.HYPERDRIVE
-    if {"num_gpu", "model_name"} <= cells:
-        return TraceFormat.TIRESIAS
-    if {"gpu_num", "node_num"} <= cells:
-        return TraceFormat.HELIOS
-    if {"job_name", "inst_id"} <= cells or {"job_name", "task_name"} <= cells:
-        return TraceFormat.PAI
-    if _YAML_KEY.search(head):
-        return TraceFormat.THEMIS
+    probe = probe.with_head(raw.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n"))
+    for rank, _, claim, plugin in ranked:
+        if rank >= CONTENT and not claim.folder and claim.holds(probe):
+            return plugin
     known = ", ".join(format_names())
     raise ThemisError(
         f"cannot tell the trace format from its content; pass --format ({known})",

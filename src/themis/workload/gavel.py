@@ -35,6 +35,7 @@ from pathlib import Path
 
 from themis.errors import ThemisError
 from themis.workload.grouping import Grouping
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Exclusions, TraceJob, TraceRead
 from themis.workload.textio import decoded_lines, open_binary, parse_int, parse_number
 
@@ -169,3 +170,16 @@ def _job(cell: dict[str, str], index: int, line: int, source: str) -> TraceJob |
     if gang == 0:
         return None
     return TraceJob(str(index), arrival, gang, None, float(steps), job_type, line)
+
+
+#: The format, as the registry (``formats.py``) knows it: a ``.trace`` file, or a first
+#: line with tabs.
+FORMAT = TraceFormatPlugin(
+    "gavel",
+    "Gavel .trace (tab-separated, one job per line)",
+    gang_field="scale_factor",
+    read=read,
+    claims=(Claim(3, lambda p: p.suffix == ".trace"), Claim(120, lambda p: "\t" in p.first)),
+    model_field="job_type",
+    throughputs=True,
+)

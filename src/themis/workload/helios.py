@@ -24,6 +24,7 @@ from pathlib import Path
 
 from themis.workload.csvtable import CsvSpec, CsvTable
 from themis.workload.grouping import Grouping
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Exclusions, TraceJob, TraceRead
 
 COLUMNS = (
@@ -78,3 +79,14 @@ def _jobs(table: CsvTable, exclusions: Exclusions) -> Iterator[TraceJob]:
             exclusions.add("cpu_only", row.line)
             continue
         yield TraceJob(job_id, submit, gpus, duration, None, None, row.line, user=f"{vc}/{user}")
+
+
+#: The format, as the registry (``formats.py``) knows it: a CSV header with ``gpu_num``
+#: and ``node_num``.
+FORMAT = TraceFormatPlugin(
+    "helios",
+    "SenseTime Helios cluster_log.csv",
+    gang_field="gpu_num",
+    read=read,
+    claims=(Claim(150, lambda p: {"gpu_num", "node_num"} <= p.cells),),
+)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from themis.workload.csvtable import CsvSpec, CsvTable
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Grouping, TraceJob, TraceRead
 
 COLUMNS = ("experiment-id", "job-id", "start-time", "run-time", "num-gpus")
@@ -55,3 +56,16 @@ def _jobs(table: CsvTable) -> Iterator[TraceJob]:
             row.line,
             group=experiment,
         )
+
+
+#: The format, as the registry (``formats.py``) knows it: a CSV whose header names
+#: ``experiment-id``; its apps arrive one every ``--app-interval`` by default, as the
+#: paper's authors replayed them.
+FORMAT = TraceFormatPlugin(
+    "hyperdrive",
+    "the Themis paper's HyperDrive CSV (Philly sweeps)",
+    gang_field="num-gpus",
+    read=read,
+    claims=(Claim(130, lambda p: "experiment-id" in p.cells),),
+    arrivals="interval",
+)

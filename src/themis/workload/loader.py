@@ -17,7 +17,6 @@ Arrivals (``--arrivals``; the default depends on the format):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -25,12 +24,12 @@ from pathlib import Path
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile, load_profiles
 from themis.model.workload import AppSpec, JobSpec, Workload
-from themis.workload import gavel, helios, hyperdrive, pai, philly, tiresias
 from themis.workload.formats import TraceFormat, detect_format, parse_format
 from themis.workload.gavel_throughputs import load_throughputs
 from themis.workload.grouping import DEFAULT_APP_GAP, Grouping, group_jobs
 from themis.workload.models import ModelResolver
 from themis.workload.native import NativeRead, read_native
+from themis.workload.plugin import TraceFormatPlugin
 from themis.workload.records import TraceJob, TraceRead
 
 #: Seconds between app arrivals in ``interval`` mode: with the HyperDrive trace on 64 GPUs
@@ -38,19 +37,6 @@ from themis.workload.records import TraceJob, TraceRead
 DEFAULT_APP_INTERVAL = 9000.0
 
 BUNDLED_TRACES = {"hyperdrive": "philly_hyperdrive_workload.csv"}
-
-#: The reader of each foreign format (the own format has its own path, ``native``).
-READERS: dict[TraceFormat, Callable[[Path, str], TraceRead]] = {
-    TraceFormat.HYPERDRIVE: hyperdrive.read,
-    TraceFormat.PHILLY: philly.read,
-    TraceFormat.GAVEL: gavel.read,
-    TraceFormat.TIRESIAS: tiresias.read,
-    TraceFormat.PAI: pai.read,
-    TraceFormat.HELIOS: helios.read,
-}
-
-#: The field that names a job's model, per format, for error messages.
-_MODEL_FIELD = {TraceFormat.GAVEL: "job_type", TraceFormat.TIRESIAS: "model_name"}
 
 
 class ArrivalMode(StrEnum):
@@ -61,9 +47,9 @@ class ArrivalMode(StrEnum):
     INTERVAL = "interval"
 
 
-def default_arrivals(fmt: TraceFormat) -> ArrivalMode:
-    """How a format's apps arrive unless told otherwise (see the module docstring)."""
-    return ArrivalMode.INTERVAL if fmt is TraceFormat.HYPERDRIVE else ArrivalMode.TRACE
+def default_arrivals(fmt: TraceFormatPlugin) -> ArrivalMode:
+    """How a format's apps arrive unless told otherwise (its ``arrivals``)."""
+    return ArrivalMode(fmt.arrivals)
 
 
 def resolve_trace(name_or_path: str) -> tuple[Path, str]:
@@ -80,17 +66,17 @@ def resolve_trace(name_or_path: str) -> tuple[Path, str]:
     return path, name_or_path
 
 
-def trace_format(trace: str, fmt: str | TraceFormat | None = None) -> TraceFormat:
+def trace_format(trace: str, fmt: str | TraceFormatPlugin | None = None) -> TraceFormatPlugin:
     """The format of ``trace``: ``fmt`` when given, else detected from the file."""
     if fmt is not None:
         return parse_format(str(fmt))
     if trace in BUNDLED_TRACES:
-        return TraceFormat.HYPERDRIVE
+        return parse_format(TraceFormat.HYPERDRIVE)
     path, source = resolve_trace(trace)
     return detect_format(path, source)
 
 
-def _arrival_mode(arrivals: ArrivalMode | str | None, fmt: TraceFormat) -> ArrivalMode:
+def _arrival_mode(arrivals: ArrivalMode | str | None, fmt: TraceFormatPlugin) -> ArrivalMode:
     if arrivals is None:
         return default_arrivals(fmt)
     try:
@@ -105,7 +91,7 @@ def _arrival_mode(arrivals: ArrivalMode | str | None, fmt: TraceFormat) -> Arriv
 def load_workload(
     trace: str = "hyperdrive",
     *,
-    format: str | TraceFormat | None = None,
+    format: str | TraceFormatPlugin | None = None,
     profiles: dict[str, ModelProfile] | None = None,
     gpu_types: dict[str, dict[str, float]] | None = None,
     seed: int = 0,
@@ -134,22 +120,22 @@ def load_workload(
         raise ThemisError(
             f"must be a finite number of seconds >= 0, got {app_gap}", field="--app-gap"
         )
-    if throughputs is not None and fmt is not TraceFormat.GAVEL:
+    if throughputs is not None and not fmt.throughputs:
         raise ThemisError(
             f"applies to Gavel traces only, not to {fmt.value}", field="--throughputs"
         )
     path, source = resolve_trace(trace)
-    if path.is_dir() and fmt is not TraceFormat.PAI:
+    if path.is_dir() and not fmt.folder:
         raise ThemisError("is a directory, expected a trace file", source=source)
     notes: dict[str, object] = {"format": fmt.value, "arrivals": mode.value, "seed": seed}
     if mode is ArrivalMode.INTERVAL:
         notes["app_interval_s"] = app_interval
-    if fmt is TraceFormat.THEMIS:
+    if fmt.read is None:  # themis's own format
         native = read_native(path, source)
         apps, used = _native_apps(native, profiles, seed, mode, app_interval, source, notes)
         merged_types = {**(gpu_types or {}), **native.gpu_types}
     else:
-        read = READERS[fmt](path, source)
+        read = fmt.read(path, source)
         if throughputs is not None:
             table = load_throughputs(throughputs)
             read = table.apply(read, source)
@@ -177,7 +163,7 @@ def _read_notes(read: TraceRead, app_gap: float) -> dict[str, object]:
 
 def _foreign_apps(
     read: TraceRead,
-    fmt: TraceFormat,
+    fmt: TraceFormatPlugin,
     profiles: dict[str, ModelProfile],
     seed: int,
     mode: ArrivalMode,
@@ -196,7 +182,7 @@ def _foreign_apps(
             )
         raise ThemisError("the trace has no jobs", source=source, line=1)
     resolver = ModelResolver(profiles, seed)
-    field = _MODEL_FIELD.get(fmt, "model")
+    field = fmt.model_field or "model"
     if read.strict_models:
         for job in jobs:
             if job.model is not None and not resolver.known(job.model):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -24,6 +25,7 @@ from themis.model.profiles import ModelProfile
 from themis.workload.jsonstream import JsonStream
 from themis.workload.locate import line_of, node_lines
 from themis.workload.native_check import Problem, check_app
+from themis.workload.plugin import LAST, Claim, TraceFormatPlugin
 from themis.workload.textio import open_binary
 from themis.workload.yamlstream import YamlStream
 
@@ -254,3 +256,22 @@ class _Reader:
 def read_native(path: Path, source: str) -> NativeRead:
     """Read and check a themis workload file (see the module docstring)."""
     return _Reader(path, source).read()
+
+
+_YAML_KEY = re.compile(r"^(format|version|apps|profiles)\s*:", re.MULTILINE)
+
+#: themis's own format, as the registry (``formats.py``) knows it: ``.yaml``/``.yml``, text
+#: starting with ``{``, or (when nothing else claimed it) YAML with a top-level
+#: ``format:``, ``version:``, ``apps:`` or ``profiles:`` key. The loader reads it itself
+#: (``read_native``): no ``read``.
+FORMAT = TraceFormatPlugin(
+    "themis",
+    "themis workload, YAML or JSON (data/workload.schema.json)",
+    gang_field="gpus",
+    read=None,
+    claims=(
+        Claim(2, lambda p: p.suffix in (".yaml", ".yml")),
+        Claim(100, lambda p: p.head.startswith("{")),
+        Claim(LAST, lambda p: _YAML_KEY.search(p.head) is not None),
+    ),
+)

@@ -34,6 +34,7 @@ from pathlib import Path
 from themis.errors import ThemisError
 from themis.workload.csvtable import CsvSpec, CsvTable
 from themis.workload.grouping import Grouping
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Exclusions, TraceJob, TraceRead
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -165,3 +166,24 @@ def _jobs(table: CsvTable, tasks: dict[str, _Gpus], exclusions: Exclusions) -> I
     for entry in tasks.values():  # the task table's lines are not this file's: no line
         for _ in range(entry.tasks):
             exclusions.add("task_without_job", None)
+
+
+#: The format, as the registry (``formats.py``) knows it: a folder holding
+#: ``pai_job_table.csv``, a file named ``pai_job_table*`` or ``pai_task_table*``, or a CSV
+#: header with ``job_name`` and ``inst_id`` (or ``task_name``).
+FORMAT = TraceFormatPlugin(
+    "pai",
+    "Alibaba PAI 2020 pai_job_table + pai_task_table CSVs",
+    gang_field="plan_gpu",
+    read=read,
+    claims=(
+        Claim(0, lambda p: (p.path / "pai_job_table.csv").exists(), folder=True),
+        Claim(1, lambda p: p.name.startswith(("pai_job_table", "pai_task_table"))),
+        Claim(
+            160,
+            lambda p: {"job_name", "inst_id"} <= p.cells or {"job_name", "task_name"} <= p.cells,
+        ),
+    ),
+    folder=True,
+    folder_hint="a folder with pai_job_table.csv and pai_task_table.csv",
+)

@@ -31,6 +31,7 @@ from themis.errors import ThemisError
 from themis.workload.grouping import Grouping
 from themis.workload.jsonstream import JsonStream
 from themis.workload.locate import line_of, node_lines
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Exclusions, TraceJob, TraceRead
 from themis.workload.textio import open_binary, seconds_of_stamp
 
@@ -200,3 +201,13 @@ def _job(
     return job_id, TraceJob(
         job_id, submit, gang, gpu_seconds / gang, None, None, line, user=f"{vc}/{user}"
     )
+
+
+#: The format, as the registry (``formats.py``) knows it: text starting with ``[``.
+FORMAT = TraceFormatPlugin(
+    "philly",
+    "Microsoft Philly cluster_job_log (JSON list of jobs)",
+    gang_field="attempts[].detail[].gpus",
+    read=read,
+    claims=(Claim(110, lambda p: p.head.startswith("[")),),
+)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from themis.workload.csvtable import CsvSpec, CsvTable
 from themis.workload.grouping import Grouping
+from themis.workload.plugin import Claim, TraceFormatPlugin
 from themis.workload.records import Exclusions, TraceJob, TraceRead
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
@@ -57,3 +58,15 @@ def _jobs(table: CsvTable, exclusions: Exclusions) -> Iterator[TraceJob]:
             exclusions.add("cpu_only", row.line)
             continue
         yield TraceJob(job_id, submit, gang, duration, None, model, row.line)
+
+
+#: The format, as the registry (``formats.py``) knows it: a CSV header with ``num_gpu``
+#: and ``model_name``.
+FORMAT = TraceFormatPlugin(
+    "tiresias",
+    "Tiresias simulator CSV",
+    gang_field="num_gpu",
+    read=read,
+    claims=(Claim(140, lambda p: {"num_gpu", "model_name"} <= p.cells),),
+    model_field="model_name",
+)
