@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import dist_info
 from themis.cli.main import run
 from themis.errors import ThemisError
 from themis.policies import make_policy, policy_names, registry
@@ -23,12 +24,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "policy_plugin"
 
 def install(site: Path, name: str, entries: dict[str, str], monkeypatch) -> None:
     """A distribution ``name`` on ``sys.path`` declaring ``entries`` as policies."""
-    info = site / f"{name}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
-    lines = [f"{k} = {v}" for k, v in entries.items()]
-    (info / "entry_points.txt").write_text("[themis.policies]\n" + "\n".join(lines) + "\n")
-    monkeypatch.syspath_prepend(str(site))
+    dist_info.install(site, name, "themis.policies", entries, monkeypatch)
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import dist_info
 from themis.cli.main import run
 from themis.errors import ThemisError
 from themis.workload import formats, load_workload
@@ -29,13 +30,9 @@ SACCT = """JobID|User|Account|Submit|Start|Elapsed|AllocTRES|State
 
 
 def install(site: Path, name: str, entries: dict[str, str], monkeypatch) -> None:
-    """A distribution ``name`` on ``sys.path`` declaring ``entries`` as trace formats."""
-    info = site / f"{name}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
-    lines = [f"{k} = {v}" for k, v in entries.items()]
-    (info / "entry_points.txt").write_text("[themis.trace_formats]\n" + "\n".join(lines) + "\n")
-    monkeypatch.syspath_prepend(str(site))
+    """A distribution ``name`` declaring ``entries`` as trace formats, and the example's
+    source on ``sys.path``."""
+    dist_info.install(site, name, "themis.trace_formats", entries, monkeypatch)
     monkeypatch.syspath_prepend(str(EXAMPLE / "src"))
 
 
