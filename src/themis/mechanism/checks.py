@@ -23,18 +23,24 @@ def check_grant(
     live: bool,
     size: int,
     seen: set[int],
-    collides: Callable[[int], bool] | None = None,
+    holder: Mapping[int, JobState] | None = None,
+    keeps: Callable[[JobState], bool] | None = None,
 ) -> None:
     """One grant against the rules. ``seen`` collects the GPUs granted so far in the round;
-    ``collides(g)``, when given, says whether a running job that keeps ``g`` holds it."""
+    with ``holder`` (the running job on each GPU), a GPU whose running job ``keeps`` it
+    collides. Asked only of held GPUs: a free one costs one lookup."""
     if not live:
         raise AssertionError(f"policy scheduled {job.job_id}, which cannot run")
     if len(gpus) != job.gang:
         raise AssertionError(f"policy gave {job.job_id} {len(gpus)} GPUs for a gang of {job.gang}")
     for g in gpus:
-        if not 0 <= g < size or g in seen or (collides is not None and collides(g)):
+        if not 0 <= g < size or g in seen:
             raise AssertionError(f"policy granted GPU {g} twice or out of range")
         seen.add(g)
+        if holder is not None:
+            other = holder.get(g)
+            if other is not None and keeps is not None and keeps(other):
+                raise AssertionError(f"policy granted GPU {g} twice or out of range")
 
 
 def check_schedule(schedule: Schedule, active: Sequence[AppState], cluster: Cluster) -> None:
@@ -61,15 +67,14 @@ def check_moves(
     ids = {id(a) for a in active}
     seen: set[int] = set()
 
-    def collides(g: int) -> bool:
-        other = holder.get(g)
-        return other is not None and other in schedule and _stays(other, schedule[other].gpus)
+    def keeps(other: JobState) -> bool:
+        return other in schedule and _stays(other, schedule[other].gpus)
 
     for job, grant in schedule.items():
         if _stays(job, grant.gpus):
             continue
         live = job.finished_at is None and id(job.app) in ids
-        check_grant(job, grant.gpus, live, size, seen, collides)
+        check_grant(job, grant.gpus, live, size, seen, holder, keeps)
 
 
 def check_changes(changes: Changes, size: int, holder: Mapping[int, JobState]) -> None:
@@ -83,10 +88,7 @@ def check_changes(changes: Changes, size: int, holder: Mapping[int, JobState]) -
     stopped = set(changes.stop)
     seen: set[int] = set()
 
-    def collides(g: int) -> bool:
-        other = holder.get(g)
-        if other is None:
-            return False
+    def keeps(other: JobState) -> bool:
         grant_of = start.get(other)
         return grant_of.gpus == other.gpus if grant_of is not None else other not in stopped
 
@@ -94,4 +96,4 @@ def check_changes(changes: Changes, size: int, holder: Mapping[int, JobState]) -
         if _stays(job, grant.gpus):
             continue
         live = job.finished_at is None and job.app.finish is None
-        check_grant(job, grant.gpus, live, size, seen, collides)
+        check_grant(job, grant.gpus, live, size, seen, holder, keeps)
