@@ -110,3 +110,16 @@ def test_command_line_forms_become_the_options_values() -> None:
 def cli_run(cli):
     """The ``cli`` fixture of ``conftest.py``, named apart from the click group."""
     return cli
+
+
+def test_serve_says_the_renewal_default_it_runs(cli_run) -> None:
+    # serve's help says the renewal within the fair share is off by default, and it is:
+    # the runtime tells the policy no restart cost (simulate: on when --restart-cost > 0)
+    from themis.policies import make_policy
+
+    said = " ".join(cli_run("serve", "--help").out.split())  # the help's lines unwrapped
+    assert "[default: (off: the runtime tells the policy no restart cost)]" in said
+    policy = make_policy("themis", ServiceOptions().policy_options())
+    assert policy.renews_within_share is False  # type: ignore[attr-defined]
+    policy.set_restart_cost(30.0)  # what the simulator would tell it
+    assert policy.renews_within_share is True  # type: ignore[attr-defined]

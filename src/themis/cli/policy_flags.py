@@ -19,10 +19,11 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 _DEFAULTS = {f.name: f.default for f in fields(PolicyOptions)}
 
 
-def _flag(knob: Knob, default: Any) -> Decorator:
+def _flag(knob: Knob, default: Any, shown: str | None = None) -> Decorator:
     """One knob's click option, named by its parameter. Where the command's default is not
-    the library's, the help shows the command's, not the library's."""
-    show = knob.show_default
+    the library's, the help shows the command's, not the library's; ``shown`` replaces the
+    default's text where the command reads the default another way."""
+    show: bool | str = knob.show_default if shown is None else shown
     help_text = knob.help
     if default != _DEFAULTS[knob.field]:
         show = True
@@ -38,25 +39,29 @@ def _flag(knob: Knob, default: Any) -> Decorator:
         kind = str  # parsed, then checked, when the options are made
     else:
         kind = knob.kind
-    shown = default
+    given = default
     if knob.read is not None and default is None:
-        shown = 0  # ``--auction-node-limit 0``: no limit
+        given = 0  # ``--auction-node-limit 0``: no limit
     return click.option(
         knob.flag,
         knob.name,
         type=kind,
-        default=shown if knob.parse is None else None,
+        default=given if knob.parse is None else None,
         show_default=show,
         metavar=knob.metavar,
         help=help_text,
     )
 
 
-def policy_flags(defaults: Mapping[str, Any] | None = None) -> list[Decorator]:
+def policy_flags(
+    defaults: Mapping[str, Any] | None = None, shown: Mapping[str, str] | None = None
+) -> list[Decorator]:
     """Every knob's flag, in the table's order; ``defaults`` where a command's differ from
-    ``PolicyOptions``'s (by field)."""
+    ``PolicyOptions``'s, ``shown`` where its help must say the default another way (both
+    by field)."""
     chosen = {**_DEFAULTS, **(defaults or {})}
-    return [_flag(knob, chosen[knob.field]) for knob in KNOBS]
+    said = shown or {}
+    return [_flag(knob, chosen[knob.field], said.get(knob.field)) for knob in KNOBS]
 
 
 def policy_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,11 +81,13 @@ def policy_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def policy_flags_of(defaults: Mapping[str, Any] | None = None) -> Decorator:
+def policy_flags_of(
+    defaults: Mapping[str, Any] | None = None, shown: Mapping[str, str] | None = None
+) -> Decorator:
     """A decorator that adds every knob's flag to a command (``policy_flags``)."""
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        for flag in reversed(policy_flags(defaults)):
+        for flag in reversed(policy_flags(defaults, shown)):
             command = flag(command)
         return command
 

@@ -38,6 +38,9 @@ DEFAULT_LISTEN = "127.0.0.1:7878"
 #: wall clock (``auction.budget.DEFAULT_DEADLINE``), not by search nodes, since a round
 #: must answer in real time and need not be reproducible (docs/auction.md).
 RUNTIME_DEFAULTS = {"auction_node_limit": None, "auction_deadline": DEFAULT_DEADLINE}
+#: The runtime tells the policy no restart cost (it does not measure one), so renewal
+#: within the fair share, on by default where restarts cost time, is off here.
+RUNTIME_SHOWN = {"renew_within_share": "off: the runtime tells the policy no restart cost"}
 
 _STATE = click.option(
     "--state-dir",
@@ -109,7 +112,7 @@ def _client(server: str, token: str | None) -> Any:
 @click.option(
     "--policy", type=click.Choice(policy_names()), default=defaults.POLICY, show_default=True
 )
-@policy_flags_of(RUNTIME_DEFAULTS)
+@policy_flags_of(RUNTIME_DEFAULTS, RUNTIME_SHOWN)
 @click.option(
     "--seed",
     type=int,
