@@ -38,6 +38,7 @@ from typing import Any
 from themis.errors import ThemisError
 from themis.fairness.ftf import posthoc_rho
 from themis.mechanism.checks import check_schedule
+from themis.mechanism.diff import renews, stopping
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import make_policy
@@ -339,16 +340,13 @@ class ArbiterService(
         )
         schedule = self.policy.schedule(view)
         check_schedule(schedule, self.active, cluster)
-        for app in self.active:
-            for job in app.running_jobs():
-                grant = schedule.get(job)
-                if grant is None or grant.gpus != job.gpus:
-                    why = "lease ended" if view.ending(job) else "preempted"
-                    self._stop_job(job, now, "waiting", why)
-                    self.metrics.preempted.inc()
+        for job in stopping(schedule, self.active):
+            why = "lease ended" if view.ending(job) else "preempted"
+            self._stop_job(job, now, "waiting", why)
+            self.metrics.preempted.inc()
         for job, grant in schedule.items():
             key = (job.app.app_id, job.job_id)
-            if job.gpus:
+            if renews(job):
                 clock = self.clocks.get(key)
                 if clock is None or clock.started_at is not None:
                     job.until = grant.until

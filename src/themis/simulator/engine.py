@@ -28,6 +28,7 @@ from themis.errors import ThemisError
 from themis.fairness.ftf import t_cluster
 from themis.fairness.shares import FairShares
 from themis.mechanism.checks import check_changes, check_moves
+from themis.mechanism.diff import stopping
 from themis.mechanism.pool import FreePool
 from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.model.cluster import Cluster
@@ -497,10 +498,8 @@ class Simulator:
             self._free.settle(freed, taken)
 
     def _apply(self, schedule: Schedule, now: float) -> None:
-        for app in self.active:
-            for job in app.running_jobs():
-                if job not in schedule or schedule[job].gpus != job.gpus:
-                    self._stop(job, now)
+        for job in stopping(schedule, self.active):
+            self._stop(job, now)
         self._grants(schedule, now)
 
     def _grants(self, schedule: Schedule, now: float, take: bool = True) -> None:

@@ -1,0 +1,29 @@
+"""A round's schedule as what the mechanism does: which running jobs stop, which keep their
+GPUs (a renewal, no restart) and which start. The simulator and the runtime apply a
+schedule in this one order, so the same schedule stops and starts the same jobs in both."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from themis.mechanism.view import Schedule
+from themis.model.state import AppState, JobState
+
+
+def stopping(schedule: Schedule, active: Sequence[AppState]) -> list[JobState]:
+    """The running jobs the schedule stops, apps in order and each app's jobs in order: those
+    it does not list, and those it moves to other GPUs (a move is a stop, then a start).
+    Collected before any stops: stopping one job changes no other job's grant or GPUs."""
+    out = []
+    for app in active:
+        for job in app.running_jobs():
+            grant = schedule.get(job)
+            if grant is None or grant.gpus != job.gpus:
+                out.append(job)
+    return out
+
+
+def renews(job: JobState) -> bool:
+    """After the stops, whether a scheduled job keeps running on its GPUs (its grant is
+    renewed or extended) rather than starts: it still holds GPUs."""
+    return bool(job.gpus)
