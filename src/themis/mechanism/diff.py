@@ -1,6 +1,7 @@
-"""A round's schedule as what the mechanism does: which running jobs stop, which keep their
-GPUs (a renewal, no restart) and which start. The simulator and the runtime apply a
-schedule in this one order, so the same schedule stops and starts the same jobs in both."""
+"""A round's schedule as what the mechanism does: first the running jobs it stops, then
+each scheduled job either keeps its GPUs (it still holds them: a renewal, no restart) or
+starts. The simulator and the runtime stop jobs in this one order, so the same schedule
+stops the same jobs in both."""
 
 from __future__ import annotations
 
@@ -21,9 +22,3 @@ def stopping(schedule: Schedule, active: Sequence[AppState]) -> list[JobState]:
             if grant is None or grant.gpus != job.gpus:
                 out.append(job)
     return out
-
-
-def renews(job: JobState) -> bool:
-    """After the stops, whether a scheduled job keeps running on its GPUs (its grant is
-    renewed or extended) rather than starts: it still holds GPUs."""
-    return bool(job.gpus)

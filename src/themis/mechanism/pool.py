@@ -10,7 +10,7 @@ of those choices is a function of the free set alone. ``FreePool`` keeps per mac
 free GPUs (ascending), per count of free GPUs the machines with that count (ascending)
 and per rack its free count, updated as GPUs are freed and taken, and answers ``take``
 with exactly the GPUs ``Packer`` would return on the same free set
-(``tests/policies/test_pool.py`` checks it against ``Packer`` on random pools).
+(``tests/simulator/test_incremental.py`` checks it against ``Packer`` on random pools).
 
 A policy may ``take`` from the pool during its round (as from a ``Packer`` built on the
 free GPUs), or draft other changes (``draft_add``, ``draft_remove``); the simulator then

@@ -1,5 +1,5 @@
 """Every knob a policy reads, declared once (issue 23): its command-line flag, what it
-means, which policies read it and the rule its value keeps.
+means and the rule its value keeps (its help names the policies that read it).
 
 ``PolicyOptions`` (``base.py``) holds the values and checks them against these rules when
 it is made, so a bad value is refused the same way whoever made it: a command's flag, a
@@ -47,7 +47,6 @@ class Knob:
     help: str
     kind: type
     check: Callable[[Any], str | None]
-    policies: tuple[str, ...] = ()  # who reads it; () every policy
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     show_default: bool | str = True
@@ -140,7 +139,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         "fairness_knob", "--fairness-knob",
         "0 <= F < 1: the worst ceil((1-F)*n) apps bid in each auction.",
-        float, _share(high_open=True), ("themis",), metavar="F",
+        float, _share(high_open=True), metavar="F",
     ),
     Knob(
         "lease", "--lease",
@@ -151,13 +150,13 @@ KNOBS: tuple[Knob, ...] = (
         "reservation_bound", "--reservation-bound",
         "Themis: longest a reservation may hold GPUs idle for a waiting gang "
         "(0: no reservations)  [default: one lease]",
-        float, _seconds(">=", optional=True), ("themis",), metavar="SECONDS",
+        float, _seconds(">=", optional=True), metavar="SECONDS",
         show_default=False,
     ),
     Knob(
         "lease_align", "--lease-align",
         "Themis: end leases on multiples of this many seconds (0: not aligned).",
-        float, _seconds(">="), ("themis",), metavar="SECONDS",
+        float, _seconds(">="), metavar="SECONDS",
     ),
     Knob(
         "ranking", "--ranking",
@@ -167,20 +166,20 @@ KNOBS: tuple[Knob, ...] = (
         "(verified-avg-n, the default until 2026-12-06), that with apps that cannot run "
         "first (verified-tiered, the 0.2 default), or by the rho of their declared "
         "remaining work (declared).",
-        str, _one_of(RANKINGS), ("themis",), choices=RANKINGS,
+        str, _one_of(RANKINGS), choices=RANKINGS,
     ),
     Knob(
         "renewal_share", "--renewal-share",
         "Themis: leases ending for the worst-off R (0..1) of the apps that want GPUs are "
         "renewed in place, not auctioned (0: all auctioned, as in the paper).",
-        float, _share(high_open=False), ("themis",), metavar="R",
+        float, _share(high_open=False), metavar="R",
     ),
     Knob(
         "renew_within_share", "--renew-within-share",
         "Themis: an app holding no more than its fair share (1/N of the cluster) keeps its "
         "ending leases, renewed in place: fewer restarts, at a small cost in fairness on "
         "small gang-mix clusters where restarts are free (docs/knowledge.md).",
-        bool, _any, ("themis",), show_default="on when --restart-cost > 0",
+        bool, _any, show_default="on when --restart-cost > 0",
     ),
     Knob(
         "gang_at_once", "--gang-at-once",
@@ -188,59 +187,57 @@ KNOBS: tuple[Knob, ...] = (
         "fits the free GPUs on its best span (a reservation made and fulfilled in one "
         "round) instead of bidding for them: big gangs no longer lose to the same trials "
         "cut smaller (docs/gangs.md).",
-        bool, _any, ("themis",),
+        bool, _any,
     ),
     Knob(
         "valuation", "--valuation",
         "Themis: a bid values a bundle by the app's rho with it (paper) or by its remaining "
         "time with it (remaining: declaring more or less work changes nothing).",
-        str, _one_of(VALUATIONS), ("themis",), choices=VALUATIONS,
+        str, _one_of(VALUATIONS), choices=VALUATIONS,
     ),
     Knob(
         "auction_node_limit", "--auction-node-limit",
         "Themis: search nodes one auction may take before it answers with its best "
         "allocation and a bound on the gap (0: no limit; docs/auction.md).",
-        int, _nodes, ("themis",), metavar="N", read=lambda n: n or None,
+        int, _nodes, metavar="N", read=lambda n: n or None,
     ),
     Knob(
         "auction_deadline", "--auction-deadline",
         "Themis: wall-clock seconds one auction may take (not reproducible; the runtime's "
         "bound)  [default: none]",
-        float, _seconds(">", optional=True), ("themis",), metavar="SECONDS",
+        float, _seconds(">", optional=True), metavar="SECONDS",
         show_default=False,
     ),
     Knob(
         "tiresias_thresholds", "--tiresias-queues",
         "Tiresias: service thresholds between its queues, GPU-seconds, increasing (3600: "
         "two queues)  [default: 3250,7200, the authors' default run]",
-        str, _thresholds, ("tiresias",), metavar="T1,T2,...", show_default=False,
+        str, _thresholds, metavar="T1,T2,...", show_default=False,
         parse=parse_thresholds, param="tiresias_queues",
     ),
     Knob(
         "tiresias_promote_knob", "--tiresias-promote-knob",
         "Tiresias: promote a waiting job back to the top queue once it has waited K times "
         "its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
-        float, _promote, ("tiresias",), metavar="K", show_default=False,
+        float, _promote, metavar="K", show_default=False,
     ),
     Knob(
         "gandiva_slice", "--gandiva-slice",
         "Gandiva: the round-robin time slice (not the lease).",
-        float, _seconds(">"), ("gandiva",), metavar="SECONDS",
+        float, _seconds(">"), metavar="SECONDS",
     ),
     Knob(
         "gavel_resolve", "--gavel-resolve",
         "gavel, gavel-mmf: re-solve the allocation as Gavel's simulator does (with the time "
         "counters' reset, at most every 1920 s) or as its cluster scheduler does (at the "
         "first round after every arrival or completion).",
-        str, _one_of(GAVEL_RESOLVE), ("gavel", "gavel-mmf"), choices=GAVEL_RESOLVE,
+        str, _one_of(GAVEL_RESOLVE), choices=GAVEL_RESOLVE,
     ),
 )  # fmt: skip
 
 #: ``PolicyOptions`` fields with no flag: set by the command itself (``seed``: the run's
 #: seed) or by the library only (``max_menu``).
 NOT_FLAGS = ("seed", "max_menu")
-
-BY_FIELD = {knob.field: knob for knob in KNOBS}
 
 
 def check_values(**values: Any) -> None:

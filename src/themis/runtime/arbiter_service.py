@@ -38,7 +38,7 @@ from typing import Any
 from themis.errors import ThemisError
 from themis.fairness.ftf import posthoc_rho
 from themis.mechanism.checks import check_schedule
-from themis.mechanism.diff import renews, stopping
+from themis.mechanism.diff import stopping
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import make_policy
@@ -346,7 +346,7 @@ class ArbiterService(
             self.metrics.preempted.inc()
         for job, grant in schedule.items():
             key = (job.app.app_id, job.job_id)
-            if renews(job):
+            if job.gpus:  # still on its GPUs after the stops: a renewal
                 clock = self.clocks.get(key)
                 if clock is None or clock.started_at is not None:
                     job.until = grant.until

@@ -112,7 +112,7 @@ def _register_entry(entry: EntryPoint) -> str | None:
     if entry.name in _REGISTRY and _REGISTRY[entry.name].origin.startswith("themis."):
         return "the name of a built-in format"
     if entry.name in _REGISTRY:
-        return None  # loaded before (entry points are read again after a reset)
+        return None  # registered by an earlier call of load_format_plugins
     try:
         target = entry.load()
     except Exception as exc:  # a broken plug-in is the user's to fix, not a themis bug
