@@ -1,7 +1,8 @@
-"""Regression guard of the simulator's incremental rounds (``Policy.changes``, the free
-pool it keeps, ``SchedulingView.changed``): a policy asked for what changes makes exactly
-the run it makes when asked for the full schedule, bit for bit, and the pool carves
-exactly the GPUs ``Packer`` would."""
+"""Regression guard of the books a view carries (the simulator's, kept round to round: the
+free pool, ``SchedulingView.changed``, the admission ranks, the grant-end book; and the
+runtime's, filled afresh every round by ``mechanism.books.ViewBooks``): a policy makes
+exactly the same run, bit for bit, whichever books it reads, and the pool carves exactly
+the GPUs ``Packer`` would."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from themis.mechanism.books import ViewBooks
 from themis.mechanism.pool import FreePool
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.profiles import load_profiles
 from themis.policies import PolicyOptions, make_policy
-from themis.policies.base import Changes, Schedule, SchedulingView
+from themis.policies.base import Changes, Policy, Schedule, SchedulingView
 from themis.policies.themis import ThemisPolicy
 from themis.simulator.engine import Conditions, SimulationResult, simulate
 from themis.workload.generator import GeneratorSpec, generate
@@ -36,11 +38,29 @@ def _fingerprint(result: SimulationResult) -> tuple:
     )
 
 
+def _as_the_runtime_asks(policy: str, options: PolicyOptions) -> Policy:
+    """``policy`` asked as ``themis serve`` asks it: the full schedule, from views that
+    carry none of the simulator's books, filled afresh every round by ``ViewBooks``."""
+    cls = type(make_policy(policy, options))
+
+    class AsTheRuntimeAsks(cls):  # type: ignore[valid-type, misc]
+        incremental = False
+
+        def __init__(self, options: PolicyOptions) -> None:
+            super().__init__(options)
+            self.runtime_books = ViewBooks()
+
+        def schedule(self, view: SchedulingView) -> Schedule:
+            bare = replace(view, free=None, changed=None, order=None, ending_grants=None)
+            return super().schedule(self.runtime_books.fill(bare))
+
+    return AsTheRuntimeAsks(options)
+
+
 def _both(workload, cluster: Cluster, policy: str, options: PolicyOptions, **kw) -> tuple:
     fast = make_policy(policy, options)
     assert fast.incremental
-    full = make_policy(policy, options)
-    full.incremental = False  # type: ignore[misc] # the full schedule every round
+    full = _as_the_runtime_asks(policy, options)
     return (
         _fingerprint(simulate(workload, cluster, fast, **kw)),
         _fingerprint(simulate(workload, cluster, full, **kw)),
@@ -50,7 +70,7 @@ def _both(workload, cluster: Cluster, policy: str, options: PolicyOptions, **kw)
 @pytest.mark.parametrize("policy", INCREMENTAL)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
-def test_changes_make_the_run_the_full_schedule_makes(policy: str, scenario: tuple) -> None:
+def test_the_simulators_books_make_the_run_the_runtimes_make(policy: str, scenario: tuple) -> None:
     workload, cluster, options, window = scenario
     fast, full = _both(workload, Cluster.from_spec(cluster), policy, options, batch_window=window)
     assert fast == full

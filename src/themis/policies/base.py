@@ -11,12 +11,14 @@ grant end.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass
 from typing import ClassVar
 
 from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.auction.budget import DEFAULT_NODE_LIMIT
+from themis.mechanism.books import ViewBooks
+from themis.mechanism.diff import as_schedule
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
 from themis.policies.knobs import KNOBS, check_values
 
@@ -97,28 +99,50 @@ class PolicyOptions:
 
 class Policy(ABC):
     """A scheduling policy: a subclass sets ``name`` (what ``--policy`` and
-    :func:`make_policy` call it) and a one-line ``description``, and answers
-    :meth:`schedule`. The mechanism calls it at every arrival, job end and grant end; a
-    policy keeps whatever state it needs between rounds, but reads the world only through
-    the view (never a job's true work: docs/knowledge.md)."""
+    :func:`make_policy` call it) and a one-line ``description``, and answers one of two
+    questions, the other derived from it:
+
+    - :meth:`changes`, the rule over the books every view carries (the free pool, the
+      apps changed since the last round, their admission ranks): what a round starts and
+      stops, in time proportional to what changed. The baselines that rank jobs are rules
+      of this kind on one engine (``_ranked.py``, ``_books.py``).
+    - :meth:`schedule`, the full set of running jobs, for a policy that re-plans the
+      whole cluster every round anyway (Optimus) or that is simply written that way.
+
+    The mechanism calls it at every arrival, job end and grant end; a policy keeps
+    whatever state it needs between rounds, but reads the world only through the view
+    (never a job's true work: docs/knowledge.md)."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
 
-    def __init__(self, options: PolicyOptions) -> None:
-        self.options = options
-
-    #: Whether ``changes`` answers (the simulator then asks it instead of ``schedule``:
-    #: a round then costs what changes, not every running job).
+    #: Whether the policy answers ``changes`` itself (the simulator then asks it instead
+    #: of ``schedule``: a round then costs what changes, not every running job). Set for
+    #: each subclass from which of the two it defines.
     incremental: ClassVar[bool] = False
 
-    @abstractmethod
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "incremental" not in cls.__dict__:
+            cls.incremental = cls.changes is not Policy.changes
+
+    def __init__(self, options: PolicyOptions) -> None:
+        cls = type(self)
+        if cls.changes is Policy.changes and cls.schedule is Policy.schedule:
+            raise TypeError(f"policy {cls.__name__} must define schedule or changes")
+        self.options = options
+        self._view_books = ViewBooks()
+
     def schedule(self, view: SchedulingView) -> Schedule:
-        """The full set of jobs that run after this round."""
+        """The full set of jobs that run after this round. Derived from ``changes`` for a
+        policy that defines only that: every running job on its GPUs and grant end except
+        those it stops, then those it starts (``Changes``)."""
+        view = self.with_books(view)
+        return as_schedule(view.running(), self.changes(view))
 
     def changes(self, view: SchedulingView) -> Changes:
-        """This round as what changes (see ``Changes``): the same round as ``schedule``,
-        for policies that set ``incremental``. The default derives it from ``schedule``."""
+        """This round as what changes (see ``Changes``). Derived from ``schedule`` for a
+        policy that defines only that."""
         schedule = self.schedule(view)
         running = view.running()
         return Changes(
@@ -129,6 +153,11 @@ class Policy(ABC):
                 if not (j.gpus and a.gpus == j.gpus and a.until == j.until)
             },
         )
+
+    def with_books(self, view: SchedulingView) -> SchedulingView:
+        """``view`` with the mechanism's books: its own when it keeps them (the simulator
+        and the runtime do), else books this policy keeps for its callers (``ViewBooks``)."""
+        return self._view_books.fill(view)
 
     def set_restart_cost(self, restart_cost: float) -> None:
         """The run's restart cost (seconds of no progress per start), told before the run:

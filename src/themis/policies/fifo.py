@@ -35,13 +35,11 @@ from themis.policies.registry import register
 class FifoPolicy(Policy):
     name = "fifo"
     description = "first come first served, first-fit backfill, no preemption"
-    incremental = True
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         # app -> (its version, its waiting jobs in submission order, their smallest gang)
         self._waiting: dict[AppState, tuple[int, list[JobState], int]] = {}
-        self._kept: dict[JobState, Assignment] = {}  # running job -> its unchanged grant
         # ``changes``'s index of the apps with waiting jobs, kept from round to round:
         # per smallest waiting gang, the admission ranks of those apps (ascending)
         self._order: Mapping[AppState, int] | None = None  # the books it was built from
@@ -53,10 +51,10 @@ class FifoPolicy(Policy):
         """The jobs this round starts (FIFO never stops one), in time proportional to the
         apps that changed and the jobs started: the apps with waiting jobs are indexed by
         their smallest waiting gang, so a round visits, in admission order, exactly the
-        apps ``schedule`` would try (those whose smallest waiting gang is no larger than
-        the pool left) and no other."""
-        if view.changed is None or view.order is None or view.free is None:
-            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        apps that can start a job (those whose smallest waiting gang is no larger than the
+        pool left) and no other."""
+        view = self.with_books(view)
+        assert view.changed is not None and view.order is not None and view.free is not None
         if view.order is not self._order:  # another run: index every app afresh
             self._order = view.order
             self._smallest, self._ranks, self._app_at = {}, {}, {}
@@ -116,50 +114,6 @@ class FifoPolicy(Policy):
                 self._smallest[app] = cached[2]
                 insort(self._ranks.setdefault(cached[2], []), rank)
                 self._app_at[rank] = app
-
-    def schedule(self, view: SchedulingView) -> Schedule:
-        apps = view.apps
-        # The current schedule unchanged (``keep_running``), from each app's cached list of
-        # running jobs (submission order, as a walk of its jobs gives) instead of every job,
-        # reusing a job's Assignment while its GPUs and end are unchanged (building one per
-        # running job per round was most of the round).
-        schedule: Schedule = {}
-        kept = self._kept
-        for app in apps:
-            for j in app.running_jobs():
-                a = kept.get(j)
-                if a is None or a.gpus is not j.gpus or a.until != j.until:
-                    a = kept[j] = Assignment(j.gpus, j.until)
-                schedule[j] = a
-        if len(kept) > 2 * len(schedule) + 64:
-            self._kept = {j: kept[j] for j in schedule}
-        if len(self._waiting) > 2 * len(apps):
-            active = set(apps)
-            self._waiting = {a: w for a, w in self._waiting.items() if a in active}
-        waiting_of = self._waiting
-        queues = []
-        for app in apps:
-            cached = waiting_of.get(app)
-            if cached is None or cached[0] != app.version:
-                cached = self._queue(app)
-            queues.append(cached)
-        free = view.cluster.size - sum(len(app.held()) for app in apps)
-        if not any(q[1] and q[2] <= free for q in queues):
-            return schedule  # nothing waiting fits: no pool to build
-        pool = Packer(view.cluster, view.free_gpus())
-        for _, waiting, smallest in queues:
-            size = len(pool)
-            if not size:
-                return schedule
-            if smallest > size:
-                continue  # none of this app's waiting gangs fits
-            for job in waiting:
-                if not len(pool):
-                    return schedule
-                gpus = pool.take(job.gang)
-                if gpus is not None:
-                    schedule[job] = Assignment(gpus)
-        return schedule
 
     def _queue(self, app: AppState) -> tuple[int, list[JobState], int]:
         """The app's waiting jobs at its current version, and their smallest gang."""

@@ -16,9 +16,8 @@ migration of badly placed gangs to better spots. Job-level: apps and fairness pl
   plus its own now offer, if that spot has a strictly better span. Spans only improve, so
   a job never moves back and forth.
 
-In the simulator a round is asked as ``changes``: the queue is kept across rounds as keys
-of the waiting jobs (``_books``, per gang size), so that a round walks only the jobs it
-can start; same queue, same choices as ``schedule`` (``tests/simulator/test_incremental.py``).
+The queue is kept across rounds as keys of the waiting jobs (``_books``, per gang size),
+so that a round walks only the jobs it can start, in the simulator and the runtime alike.
 
 Not modelled: packing several jobs on one GPU by memory, grow-shrink (our gangs are rigid)
 and interference profiling; see ``docs/policies/gandiva_optimus_slaq.md``.
@@ -29,7 +28,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import partial
-from itertools import chain
 
 from themis.errors import ThemisError
 from themis.model.cluster import Cluster
@@ -38,13 +36,10 @@ from themis.model.state import AppState, JobState
 from themis.policies._books import Books, Key
 from themis.policies._quantum import (
     check_quantum,
-    fill,
-    open_round,
-    place,
     place_changes,
     quantum_end,
 )
-from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.base import Changes, Policy, PolicyOptions, SchedulingView
 from themis.policies.registry import register
 
 
@@ -58,20 +53,14 @@ class GandivaPolicy(Policy):
         #: The time slice (``PolicyOptions.gandiva_slice``, about a minute as Gandiva's),
         #: not the lease: a turn lasts until the next multiple of it.
         self.slice = check_quantum(options.gandiva_slice)
-        # Waiting jobs in round-robin order (insertion order = when they began waiting: every
-        # insertion happens at the current time, which never decreases within a run).
-        self._queue: dict[JobState, None] = {}
-        self._apps: set[AppState] = set()
-        self._last = float("-inf")
-        # ``changes``'s books: each queued job's place in the queue (a sequence number),
-        # the waiting jobs not queued yet, and the apps seen (see ``_enqueue_missing``).
+        # Each queued job's place in the round-robin queue (a sequence number: when it
+        # began waiting), the waiting jobs not queued yet, and the apps seen (see
+        # ``_enqueue_missing``).
         self._books = Books(self._waiting_key, self._start_afresh)
         self._seq_of: dict[JobState, int] = {}
         self._next = 0
         self._missing: set[JobState] = set()
         self._seen: set[AppState] = set()
-
-    incremental = True
 
     def set_restart_cost(self, restart_cost: float) -> None:
         # Every turn of a time-sliced job is a resume: a resume that takes the whole slice
@@ -86,10 +75,12 @@ class GandivaPolicy(Policy):
             )
 
     def changes(self, view: SchedulingView) -> Changes:
-        """``schedule``'s round from books kept across rounds."""
+        """One round, from the queue kept across rounds: the waiting jobs in queue order,
+        then the jobs whose turn ends now, take the GPUs free and theirs; a continuing
+        gang spread wider than it must be moves (``migrate``)."""
+        view = self.with_books(view)
         books = self._books
-        if not books.sync(view):
-            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        books.sync(view)
         if self._missing:
             self._enqueue_missing(view)
         assert view.free is not None
@@ -126,9 +117,9 @@ class GandivaPolicy(Policy):
         return (seq, job)
 
     def _enqueue_missing(self, view: SchedulingView) -> None:
-        """Queue the waiting jobs without a place as ``_sync`` does: first the jobs of
-        apps seen for the first time (in admission order, then submission order), then
-        the others (in admission order, then each app's idle order)."""
+        """Queue the waiting jobs without a place: first the jobs of apps seen for the
+        first time (in admission order, then submission order), then the others (in
+        admission order, then each app's idle order)."""
         order = view.order
         assert order is not None
         waiting = self._books.waiting
@@ -150,41 +141,6 @@ class GandivaPolicy(Policy):
             self._next += 1
             waiting.add(job, (self._seq_of[job], job))
         self._seen.update(j.app for j in new)
-
-    def schedule(self, view: SchedulingView) -> Schedule:
-        self._sync(view)
-        rnd = open_round(view, self.slice)
-        # Waiting jobs first, in queue order; jobs whose turn ends now come last.
-        waiting = (j for j in self._queue if not j.gpus and not j.finished)
-        chosen = fill(chain(waiting, rnd.ending), rnd.capacity)
-        schedule = place(rnd, chosen, partial(migrate, view.cluster) if rnd.boundary else None)
-        for job in chosen:
-            self._queue.pop(job, None)
-        for job in rnd.ending:
-            if job not in schedule:
-                self._queue[job] = None
-        return schedule
-
-    def _sync(self, view: SchedulingView) -> None:
-        """Queue the jobs of newly arrived apps; resynchronise if the queue and the view
-        disagree (a new run, or a mechanism that did not apply the last schedule)."""
-        if view.now < self._last:  # time went back: a new run with this policy object
-            self._queue.clear()
-            self._apps.clear()
-        self._last = view.now
-        for app in view.apps:
-            if app not in self._apps:
-                for job in app.jobs:
-                    if not job.finished and not job.gpus:
-                        self._queue[job] = None
-        self._apps = set(view.apps)
-        waiting = sum(len(app.idle_jobs()) for app in view.apps)
-        if waiting != len(self._queue):
-            kept = [j for j in self._queue if not j.gpus and not j.finished]
-            self._queue = dict.fromkeys(kept)
-            for app in view.apps:
-                for job in app.idle_jobs():
-                    self._queue.setdefault(job, None)
 
 
 def migrate(

@@ -12,10 +12,8 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import partial
 from itertools import islice
 
-from themis.agent.app_scheduler import waiting_order
 from themis.mechanism.pool import FreePool
 from themis.model.placement import pack_gang
 from themis.model.state import AppState, JobState
@@ -88,163 +86,19 @@ def fast_water_fill(capacity: int, demands: list[int]) -> list[int]:
 class MaxMinPolicy(Policy):
     name = "max-min"
     description = "instantaneous equal GPU share among active apps (water-filling)"
-    incremental = True
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self._books = _Books()
 
     def changes(self, view: SchedulingView) -> Changes:
-        """The round ``schedule`` makes, as what changes (``_Round``): no schedule of every
-        running job, no index of them; each app's queue is built only when the round
-        looks at it, victims come from the apps above their share (each app's running
-        jobs sorted once per app version), and a placement's trial copies nothing unless
-        it has to preempt."""
-        if view.order is None or view.changed is None:
-            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        """One round (``_Round``), as what changes: no schedule of every running job, no
+        index of them; each app's queue is built only when the round looks at it, victims
+        come from the apps above their share (each app's running jobs sorted once per app
+        version), and a placement's trial copies nothing unless it has to preempt."""
+        view = self.with_books(view)
         self._books.update(view)
         return _Round(view, self._books).run()
-
-    def schedule(self, view: SchedulingView) -> Schedule:
-        apps = list(view.apps)
-        shares = dict(
-            zip(
-                (a.app_id for a in apps),
-                water_fill(view.cluster.size, [a.demand() for a in apps]),
-                strict=True,
-            )
-        )
-        schedule = self.keep_running(view)
-        held = {a.app_id: len(a.held()) for a in apps}
-        free = set(view.free_gpus())
-        # Every scheduled job is a running one (``keep_running``), so excluding an app's own
-        # running jobs excludes the same jobs as excluding all of them, without building
-        # the set of every running job once per app.
-        queues = {
-            a.app_id: list(waiting_order(a, view.now, {id(j) for j in a.running_jobs()}))
-            for a in apps
-        }
-
-        by_share = partial(_share_held, held, shares)
-        index = _Scheduled(schedule)
-        progress = True
-        while progress:
-            progress = False
-            below_share = (
-                a for a in apps if held[a.app_id] < shares[a.app_id] and queues[a.app_id]
-            )
-            for app in sorted(below_share, key=by_share):
-                job = queues[app.app_id][0]
-                placed = self._place(view, job, free, schedule, held, shares, index)
-                if placed is None:
-                    queues[app.app_id].pop(0)  # cannot run now; try its next job
-                    progress = True
-                    continue
-                gpus, preempted = placed
-                for victim in preempted:  # may still run on GPUs nobody below share can use
-                    queues[victim.app.app_id].insert(0, victim)
-                schedule[job] = Assignment(gpus)
-                index.add(job)
-                queues[app.app_id].pop(0)
-                held[app.app_id] += len(gpus)
-                progress = True
-                break
-        # Work conservation: whatever is still free goes to whoever can use it.
-        for app in sorted(apps, key=by_share):
-            for job in queues[app.app_id]:
-                if not free:
-                    return schedule
-                if job in schedule or job.gang > len(free):
-                    continue
-                packed = pack_gang(view.cluster, free, job.gang)
-                if packed is not None:
-                    schedule[job] = Assignment(packed)
-                    free.difference_update(packed)
-                    held[app.app_id] += len(packed)
-        return schedule
-
-    @staticmethod
-    def _place(
-        view: SchedulingView,
-        job: JobState,
-        free: set[int],
-        schedule: Schedule,
-        held: dict[str, int],
-        shares: dict[str, int],
-        index: _Scheduled,
-    ) -> tuple[tuple[int, ...], list[JobState]] | None:
-        """GPUs for ``job``, preempting over-share apps' newest jobs if needed.
-
-        Victims are chosen on a copy first: nothing is preempted unless the gang then fits.
-        Returns (GPUs, preempted jobs), or None with nothing changed.
-        """
-        trial_free = set(free)
-        trial_held = dict(held)
-        chosen: list[JobState] = []
-        while True:
-            gpus = pack_gang(view.cluster, trial_free, job.gang)
-            if gpus is not None:
-                for victim in chosen:
-                    free.update(schedule.pop(victim).gpus)
-                    index.remove(victim)
-                    held[victim.app.app_id] -= victim.gang
-                free.difference_update(gpus)
-                return gpus, chosen
-            newest = index.newest_victim(job.app.app_id, chosen, trial_held, shares)
-            if newest is None:
-                return None
-            chosen.append(newest)
-            trial_free.update(schedule[newest].gpus)
-            trial_held[newest.app.app_id] -= newest.gang
-
-
-class _Scheduled:
-    """The round's schedule indexed by app, so that looking for a victim costs the jobs of
-    the apps above their share, not every scheduled job.
-
-    It picks what ``max(victims, key=(started_at or 0, arrival))`` over the schedule in
-    its order would: the newest-started job of an app that stays at or above its share
-    without it, ties to the first in schedule order (each job's insertion position, kept
-    here, is the last part of the key).
-    """
-
-    def __init__(self, schedule: Schedule) -> None:
-        self.position: dict[JobState, int] = {}
-        self.by_app: dict[str, set[JobState]] = {}
-        self._next = 0
-        for job in schedule:
-            self.add(job)
-
-    def add(self, job: JobState) -> None:
-        """``job`` was added to the end of the schedule."""
-        self.position[job] = self._next
-        self._next += 1
-        self.by_app.setdefault(job.app.app_id, set()).add(job)
-
-    def remove(self, job: JobState) -> None:
-        del self.position[job]
-        self.by_app[job.app.app_id].discard(job)
-
-    def newest_victim(
-        self,
-        mine: str,
-        chosen: list[JobState],
-        held: dict[str, int],
-        shares: dict[str, int],
-    ) -> JobState | None:
-        best: JobState | None = None
-        best_key: tuple[float, float, int] | None = None
-        for app_id, jobs in self.by_app.items():
-            extra = held[app_id] - shares[app_id]
-            if extra <= 0 or app_id == mine:
-                continue  # no job of it can go without dropping it below its share
-            for j in jobs:
-                if j.gang > extra or j in chosen:
-                    continue
-                key = (j.started_at or 0.0, j.app.arrival, -self.position[j])
-                if best_key is None or key > best_key:
-                    best, best_key = j, key
-        return best
 
 
 class _FreeSet:
@@ -269,8 +123,10 @@ class _FreeSet:
 
 
 class _Round:
-    """One round of ``MaxMinPolicy.changes``: the state ``schedule`` keeps in a full
-    schedule, kept as what changes (see ``changes``)."""
+    """One round of ``MaxMinPolicy.changes``, its state kept as what changes: the jobs
+    placed (``start``) and the running jobs taken out (``popped``). "The schedule" below
+    is the round's full schedule: the running jobs not taken out, in the order of apps and
+    jobs, then the jobs placed this round, in placement order."""
 
     def __init__(self, view: SchedulingView, books: _Books) -> None:
         self.view = view
@@ -308,8 +164,8 @@ class _Round:
     # -- queues and keys ----------------------------------------------------------------
 
     def queue(self, app: AppState) -> list[JobState]:
-        """``schedule``'s queue of the app: its idle jobs, longest remaining first (what
-        ``waiting_order`` gives without its running jobs), as changed this round."""
+        """The app's queue: its idle jobs (in ``AppState.idle_jobs`` order: longest
+        remaining first), as changed this round (victims go back to its head)."""
         q = self.queues.get(app)
         if q is None:
             q = self.queues[app] = app.idle_jobs()
@@ -322,7 +178,8 @@ class _Round:
         return self.demand[app] > self.base_held[app]  # idle jobs exist
 
     def ratio_key(self, app: AppState) -> tuple[float, float, int]:
-        """``schedule``'s sort key (held / share, arrival), ties in the order of apps."""
+        """The order apps are served in: GPUs held over the share, then arrival, ties in
+        the order of apps."""
         return (self.held[app] / max(self.shares[app], 1), app.arrival, self.rank[app])
 
     def scheduled(self, job: JobState) -> bool:
@@ -342,7 +199,7 @@ class _Round:
     def newest_victim(
         self, mine: AppState, chosen: list[JobState], taken: dict[AppState, int]
     ) -> JobState | None:
-        """What ``_Scheduled.newest_victim`` picks (``taken``: GPUs already chosen away
+        """The job to preempt for a gang of ``mine`` (``taken``: GPUs already chosen away
         from each app): over the scheduled jobs of apps that stay at or above their share
         without them (not ``mine``, not already chosen), the newest started, then the app
         that arrived last, then the first in schedule order (running jobs in the order of
@@ -372,8 +229,10 @@ class _Round:
         return grant.gpus if grant is not None else job.gpus
 
     def place(self, job: JobState) -> tuple[tuple[int, ...], list[JobState]] | None:
-        """``MaxMinPolicy._place`` on this round's state: the victims' GPUs are added to
-        the free ones while trying (and taken back if the gang still does not fit)."""
+        """GPUs for ``job``: the free ones if its gang fits them, else the free ones plus
+        those of victims (``newest_victim``, one at a time) until it fits; none (and no
+        victim) if it never does. The victims' GPUs are added to the free ones while
+        trying (and taken back if the gang still does not fit)."""
         free = self.free
         given: list[int] = []
         taken: dict[AppState, int] = {}
@@ -406,7 +265,9 @@ class _Round:
         self.seq += 1
 
     def run(self) -> Changes:
-        """``MaxMinPolicy.schedule``'s round, step for step."""
+        """Apps below their share, the furthest below first, place the head of their queue
+        (preempting if they must) one job at a time until none can; then every GPU still
+        free goes to whoever can use it, apps in the same order."""
         held, shares = self.held, self.shares
         cand = {a: a for a in self.waiting_apps if held[a] < shares[a]}
 
@@ -577,12 +438,3 @@ class _Books:
                 yield from apps  # above L, so at most L + 1
             elif held == level + 1:
                 yield from (a for a in apps if self.order[a] > self.bonus_until)
-
-
-# A module function bound with ``partial``, not a lambda: mypyc (2.4) stops with an internal
-# error on a closure inside a method of a decorated (``@register``) class.
-def _share_held(
-    held: Mapping[str, int], shares: Mapping[str, float], app: AppState
-) -> tuple[float, float]:
-    """How much of its fair share an app holds, the earlier arrival first on a tie."""
-    return (held[app.app_id] / max(shares[app.app_id], 1), app.arrival)

@@ -18,14 +18,12 @@ jobs near convergence. Job-level, as SLAQ is: apps play no part.
 Allocation is re-planned at every quantum boundary (SLAQ's scheduling epoch); between
 boundaries, arrivals and job ends only hand out the free GPUs.
 
-In the simulator a round is asked as ``changes``: the waiting jobs' entries are kept in one
-ranking across rounds (``_books``), and only the jobs whose grants end are ranked in the
-round; same choices as ``schedule`` (``tests/simulator/test_incremental.py``).
+The waiting jobs are kept in one ranking across rounds (``_books``); only the jobs whose
+grants end are ranked in the round.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,13 +32,10 @@ from themis.model.state import AppState, JobState
 from themis.policies._books import Books, Key
 from themis.policies._quantum import (
     check_quantum,
-    fill,
-    open_round,
-    place,
     place_changes,
     quantum_end,
 )
-from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
+from themis.policies.base import Changes, Policy, PolicyOptions, SchedulingView
 from themis.policies.registry import register
 
 
@@ -145,50 +140,28 @@ class Gains:
         self._fixed.clear()
 
 
-Entry = tuple[float, int, int, JobState]  # (-gain, app number, job index, job): sorts best first
-
-
-class _AppEntries:
-    """An app's number (arrival order, for ties), its jobs' indexes, and its waiting jobs'
-    entries, sorted best first.
-
-    Waiting jobs do not progress, so an entry stays valid for as long as its job waits: when
-    the app changes (a job of it starts, stops or ends), only the jobs that stopped waiting
-    are dropped and the ones that started waiting are added.
-    """
-
-    def __init__(self, number: int, app: AppState) -> None:
-        self.number = number
-        self.index = {job: i for i, job in enumerate(app.jobs)}
-        self.version = -1
-        self.waiting: list[Entry] = []
-        self.members: set[JobState] = set()
-
-
 @register
 class SlaqPolicy(Policy):
     name = "slaq"
     description = "largest predicted loss reduction per GPU (SLAQ, SoCC 2017)"
-    incremental = True
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
         self.quantum = check_quantum(options.lease)
-        self._apps: dict[AppState, _AppEntries] = {}
-        self._numbered = 0
         self._books = Books(self._waiting_key)
         self._gains = Gains(self.quantum)
         self._cluster: Cluster | None = None
 
     def changes(self, view: SchedulingView) -> Changes:
-        """``schedule``'s round from books kept across rounds: entries are as
-        ``schedule``'s, with the app's admission rank for its number (the same order)."""
+        """One round: the jobs whose grants end now compete with the waiting jobs (kept
+        ranked across rounds) for the GPUs free and theirs, highest gain per GPU first
+        (ties: the earlier app, then the earlier job)."""
+        view = self.with_books(view)
         books = self._books
         if view.cluster is not self._cluster:  # gains depend on the cluster (best span)
             self._cluster = view.cluster
             self._gains.forget()
-        if not books.sync(view):
-            return super().changes(view)  # pragma: no cover - the simulator keeps books
+        books.sync(view)
         now, cluster, order = view.now, view.cluster, view.order
         assert order is not None and view.free is not None
         ending = books.ending(view)
@@ -206,42 +179,3 @@ class SlaqPolicy(Policy):
         self, job: JobState, done: float, cluster: Cluster, order: Mapping[AppState, int]
     ) -> Key:
         return (-self._gains(job, done, cluster), order[job.app], job.index, job)
-
-    def schedule(self, view: SchedulingView) -> Schedule:
-        rnd = open_round(view, self.quantum)
-        now, cluster = view.now, view.cluster
-        if len(self._apps) != len(view.apps):
-            self._forget_gone(view)
-        lists = [self._waiting(app, cluster) for app in view.apps]
-        lists.append(
-            sorted(self._entry(j, j.spec.work - j.remaining_at(now), cluster) for j in rnd.ending)
-        )
-        ranked = (entry[3] for entry in heapq.merge(*lists))
-        return place(rnd, fill(ranked, rnd.capacity))
-
-    def _forget_gone(self, view: SchedulingView) -> None:
-        active = set(view.apps)
-        self._apps = {app: e for app, e in self._apps.items() if app in active}
-
-    def _waiting(self, app: AppState, cluster: Cluster) -> list[Entry]:
-        entries = self._apps.get(app)
-        if entries is None:  # first seen: apps are numbered in arrival order
-            entries = self._apps[app] = _AppEntries(self._numbered, app)
-            self._numbered += 1
-        if entries.version != app.version:
-            idle = set(app.idle_jobs())
-            gone = entries.members - idle
-            if gone:
-                entries.waiting = [e for e in entries.waiting if e[3] not in gone]
-            new = idle - entries.members
-            if new:
-                entries.waiting.extend(self._entry(j, j.done, cluster) for j in new)
-                entries.waiting.sort()
-            entries.members = idle
-            entries.version = app.version
-        return entries.waiting
-
-    def _entry(self, job: JobState, done: float, cluster: Cluster) -> Entry:
-        gain = gain_per_gpu(job, done, cluster, curve_for(job.app.spec.model), self.quantum)
-        entries = self._apps[job.app]
-        return (-gain, entries.number, entries.index[job], job)

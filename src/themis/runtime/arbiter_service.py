@@ -37,6 +37,7 @@ from typing import Any
 
 from themis.errors import ThemisError
 from themis.fairness.ftf import posthoc_rho
+from themis.mechanism.books import ViewBooks
 from themis.mechanism.checks import check_schedule
 from themis.mechanism.diff import stopping
 from themis.model.cluster import Cluster
@@ -104,6 +105,9 @@ class ArbiterService(
         self.metrics = metrics if metrics is not None else ArbiterMetrics()
         self.commands = commands if commands is not None else CommandQueue()
         self.policy = make_policy(options.policy, options.policy_options())
+        # The books every view carries (``mechanism/books.py``): the runtime keeps no
+        # record of what changed, so every app is read as changed each round.
+        self.view_books = ViewBooks()
         self.epoch = store.epoch()
         self.inventory: Inventory = read_inventory(nodes())
         self.book = AppBook()
@@ -338,7 +342,7 @@ class ArbiterService(
             self.options.batch_window,
             reserved=self.jobs.reserved(),
         )
-        schedule = self.policy.schedule(view)
+        schedule = self.policy.schedule(self.view_books.fill(view))
         check_schedule(schedule, self.active, cluster)
         for job in stopping(schedule, self.active):
             why = "lease ended" if view.ending(job) else "preempted"
