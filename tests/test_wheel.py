@@ -31,7 +31,15 @@ from pathlib import Path
 import pytest
 
 import themis
-from tests.cli.test_readme import SERVER, SMALL, blocks, commands, runnable, write_readme_files
+from tests.cli.test_readme import (
+    SERVER,
+    SMALL,
+    blocks,
+    commands,
+    repository_files,
+    runnable,
+    write_readme_files,
+)
 
 ROOT = Path(__file__).parents[1]
 #: What ``pip wheel`` reads (pyproject.toml names the readme and the license file).
@@ -131,23 +139,6 @@ def _run(installed: Installed, argv: list[str], cwd: Path) -> subprocess.Complet
     )
 
 
-def _repository_files(argv: list[str]) -> list[str]:
-    """The arguments (or ``KEY=`` values) that name a file or folder of the repository: one
-    that exists in this checkout outside what ``.gitignore`` ignores at the top (``out/``
-    that earlier commands write, a developer's ``.themis/``)."""
-    ignored = {
-        line.strip().strip("/")
-        for line in (ROOT / ".gitignore").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    }
-    found = []
-    for arg in argv[1:]:
-        path = arg.split("=", 1)[-1].rstrip("/")
-        if path and path != "." and path.split("/")[0] not in ignored and (ROOT / path).exists():
-            found.append(arg)
-    return found
-
-
 def test_the_wheel_is_what_runs_and_carries_this_version(
     installed: Installed, tmp_path: Path
 ) -> None:
@@ -196,7 +187,7 @@ def test_readme_commands_without_repository_files_run_from_an_empty_folder(
     for argv in commands():  # in order: "trace generate" writes what "simulate" reads
         if argv[1] in SERVER:
             continue
-        if _repository_files(argv):
+        if repository_files(argv):
             left_out.append(argv)
             continue
         small = [str(installed.small) if a == str(SMALL) else a for a in runnable(argv)]
@@ -208,7 +199,7 @@ def test_readme_commands_without_repository_files_run_from_an_empty_folder(
     names = {argv[1] for argv in ran}
     assert {"simulate", "compare", "policies", "trace", "experiment"} <= names
     assert left_out  # the README's auction and trace examples read examples/
-    assert all(a.startswith("examples/") for argv in left_out for a in _repository_files(argv))
+    assert all(a.startswith("examples/") for argv in left_out for a in repository_files(argv))
     assert not (folder / "examples").exists()
 
 
