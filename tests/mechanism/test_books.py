@@ -63,9 +63,10 @@ def test_another_cluster_or_an_order_it_cannot_keep_starts_afresh() -> None:
     books = ViewBooks()
     a, b = _app("a", 0.0), _app("b", 1.0)
     first = books.fill(_view([a, b]))
-    other = books.fill(_view([a, b], Cluster.from_spec("1x1x4")))
-    assert other.order is not first.order
-    swapped = books.fill(_view([b, a], Cluster.from_spec("1x1x4")))
+    small = Cluster.from_spec("1x1x4")
+    other = books.fill(_view([a, b], small))
+    assert other.order is not first.order and other.order == {a: 0, b: 1}
+    swapped = books.fill(_view([b, a], small))  # b before a: ranks that cannot be kept
     assert swapped.order is not other.order and swapped.order == {b: 0, a: 1}
 
 
@@ -111,3 +112,14 @@ def test_a_policy_must_define_one_of_the_two() -> None:
 def test_incremental_is_which_of_the_two_a_policy_defines() -> None:
     assert make_policy("fifo", PolicyOptions()).incremental
     assert not make_policy("optimus", PolicyOptions()).incremental
+
+
+def test_an_app_that_left_is_forgotten_after_the_round_that_names_it() -> None:
+    """A long-lived runtime must not keep every app it ever ran."""
+    books = ViewBooks()
+    a, b, c = _app("a", 0.0), _app("b", 1.0), _app("c", 2.0)
+    books.fill(_view([a, b]))
+    a.finish = 5.0
+    assert a in books.fill(_view([b])).order
+    view = books.fill(_view([b, c]))
+    assert a not in view.order and view.order[c] > view.order[b]
