@@ -13,6 +13,9 @@ from themis.model.state import JobState
 from themis.policies import PolicyOptions, SchedulingView
 from themis.policies._ranked import RankedPolicy
 from themis.policies.base import Schedule
+from themis.policies.fifo import FifoPolicy
+from themis.policies.las import LasPolicy
+from themis.policies.srtf import SrtfPolicy
 from themis.simulator.engine import simulate
 
 
@@ -52,6 +55,8 @@ def test_a_rule_of_one_rank_schedules_as_derived_by_hand() -> None:
         )
 
 
-def test_the_rule_is_incremental_without_code_of_its_own() -> None:
-    assert LargestGangFirst.incremental
-    assert "changes" not in vars(LargestGangFirst) and "schedule" not in vars(LargestGangFirst)
+def test_the_rules_are_incremental_without_code_of_their_own() -> None:
+    """This one, and the baselines written this way: FIFO, LAS, SRTF."""
+    for rule in (LargestGangFirst, FifoPolicy, LasPolicy, SrtfPolicy):
+        assert issubclass(rule, RankedPolicy) and rule.incremental
+        assert "changes" not in vars(rule) and "schedule" not in vars(rule)

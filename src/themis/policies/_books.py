@@ -105,12 +105,41 @@ class WaitingIndex:
             else:
                 del stream[bisect_left(stream, key)]
 
-    def fill(self, capacity: int, contenders: Iterable[Key] = ()) -> list[JobState]:
+    def fill(self, capacity: int, contenders: Sequence[Key] = ()) -> list[JobState]:
         """``fill_streams`` over the waiting jobs and ``contenders`` (keys of jobs not
         in the index, e.g. running jobs that compete again)."""
         streams = [s for s in self.streams.values() if s]
-        streams.extend(by_gang(contenders))
+        if contenders:
+            streams.extend(by_gang(contenders))
         return fill_streams(streams, capacity)
+
+    def first_fit(
+        self, take: Callable[[int], tuple[int, ...] | None], size: Callable[[], int]
+    ) -> list[tuple[JobState, tuple[int, ...]]]:
+        """The waiting jobs in key order, each given the GPUs ``take(gang)`` returns
+        (passed over when it returns None), while ``size()`` GPUs are left: placement
+        decides, not a count (a cluster of several GPU types, where a gang may fit the
+        count and no one type). A gang larger than what is left ends its stream (the
+        pool only shrinks), so the walk does not visit gangs that cannot fit."""
+        placed: list[tuple[JobState, tuple[int, ...]]] = []
+        left = size()
+        heap = [(s[0], g, 0) for g, s in self.streams.items() if s and g <= left]
+        heapq.heapify(heap)
+        while heap and left:
+            key, gang, k = heap[0]
+            if gang > left:
+                heapq.heappop(heap)
+                continue
+            gpus = take(gang)
+            if gpus is not None:
+                placed.append((key[-1], gpus))
+                left = size()
+            stream = self.streams[gang]
+            if k + 1 < len(stream):
+                heapq.heapreplace(heap, (stream[k + 1], gang, k + 1))
+            else:
+                heapq.heappop(heap)
+        return placed
 
     def in_order(self) -> Iterator[JobState]:
         """Every waiting job, in key order."""
@@ -130,8 +159,12 @@ class Books:
         self,
         key: Callable[[JobState, SchedulingView], Key],
         on_reset: Callable[[], None] | None = None,
+        track_ends: bool = True,
     ) -> None:
         self.key = key
+        #: Whether grant ends are kept (``any_ending``, ``ending``): not for a policy
+        #: that never asks, whose books would only grow with every grant.
+        self.track_ends = track_ends
         self.on_reset = on_reset  # called when the books start afresh (a new run)
         self.waiting = WaitingIndex()
         self.running_of: dict[AppState, dict[JobState, None]] = {}
@@ -203,6 +236,8 @@ class Books:
 
     def granted(self, job: JobState, until: float | None) -> None:
         """``job`` runs (or will, once this round is applied) until ``until``."""
+        if not self.track_ends:
+            return
         self._seq += 1
         heapq.heappush(self._ends, (-math.inf if until is None else until, self._seq, job))
 

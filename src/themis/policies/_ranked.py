@@ -1,9 +1,11 @@
 """Rank and pack: the mechanism shared by policies that order live jobs by one number and
-run the best-ranked ones that fit (LAS ranks by attained service, SRTF by remaining time).
+run the best-ranked ones that fit (LAS ranks by attained service, SRTF by remaining time,
+FIFO by nothing: admission, then submission order).
 
 One round:
 
-1. Running jobs the policy protects (LAS: their quantum has not ended) keep their GPUs.
+1. Running jobs the policy protects (LAS: their quantum has not ended; FIFO: all, it
+   never preempts) keep their GPUs.
 2. Every other live job is ranked by the policy's ``rank``, smallest first. Ties: a job
    that holds GPUs before one that waits (a tie is no reason to preempt), then the app that
    arrived first, then submission order.
@@ -12,7 +14,10 @@ One round:
    no GPU idles while a waiting gang would fit (work conservation; ``_quantum.fill``).
 4. Chosen running jobs keep their exact GPUs; running jobs not chosen are preempted; the
    newly chosen are packed largest gang first on the best span of what is free, as the
-   quantum baselines do (``_quantum.place``).
+   quantum baselines do (``_quantum.place``), or in rank order (``first_fit``: FIFO's
+   queue, each gang on the best span left when its turn comes). On a cluster of several
+   GPU types a first-fit policy walks its queue placing gangs as it goes, so a gang no
+   one type can hold is passed over without holding back the gangs behind it.
 
 A waiting job's rank cannot change while it waits (it makes no progress and holds no
 GPUs), so the policy keeps one ranking of every waiting job from round to round, per gang
@@ -29,19 +34,18 @@ from abc import abstractmethod
 from typing import ClassVar
 
 from themis.model.cluster import Cluster
+from themis.model.placement import Packer
 from themis.model.state import JobState
 from themis.policies._books import Books, Key
 from themis.policies._quantum import place_changes
 from themis.policies.base import (
+    Assignment,
     Changes,
     Policy,
     PolicyOptions,
+    Schedule,
     SchedulingView,
 )
-
-#: (rank, 0 if it runs else 1, app position in the view, submission index, job): tuples
-#: sort in the order jobs are served; (position, index) is unique, so jobs never compare.
-_Ranked = tuple[float, int, int, int, JobState]
 
 
 def attained_at(job: JobState, now: float) -> float:
@@ -61,10 +65,18 @@ class RankedPolicy(Policy):
     #: ended (LAS's quantum; a grant without an end is re-decided at once). Otherwise
     #: every running job competes in every round.
     protects_grants: ClassVar[bool] = False
+    #: Whether running jobs compete at all (False: a running job keeps its GPUs until it
+    #: ends, and a round only hands out the free GPUs).
+    preempts: ClassVar[bool] = True
+    #: Whether the chosen gangs are placed in rank order (and, on a typed cluster, chosen
+    #: by placing them) instead of largest gang first.
+    first_fit: ClassVar[bool] = False
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
-        self._books = Books(self._waiting_key)
+        # Grant ends matter only to a policy whose running jobs compete when their
+        # grants end (LAS's quantum).
+        self._books = Books(self._waiting_key, track_ends=self.preempts and self.protects_grants)
 
     @abstractmethod
     def rank(self, job: JobState, now: float, cluster: Cluster) -> float:
@@ -75,14 +87,16 @@ class RankedPolicy(Policy):
         return self.protects_grants and job.until is not None and not view.ending(job)
 
     def changes(self, view: SchedulingView) -> Changes:
-        """``schedule``'s round as what changes, from books kept across rounds: the
-        ranking of the waiting jobs is kept, only competing running jobs are ranked."""
+        """The round as what changes, from books kept across rounds: the ranking of the
+        waiting jobs is kept, only competing running jobs are ranked."""
         view = self.with_books(view)
         books = self._books
         books.sync(view)
         now, cluster, order = view.now, view.cluster, view.order
         assert order is not None and view.free is not None
-        if not self.protects_grants:
+        if not self.preempts:
+            contenders = []
+        elif not self.protects_grants:
             contenders = list(books.running())
         elif books.any_ending(view):
             contenders = [j for j in books.running() if not self.protected(j, view)]
@@ -91,13 +105,26 @@ class RankedPolicy(Policy):
         keys: list[Key] = [
             (self.rank(j, now, cluster), 0, order[j.app], j.index, j) for j in contenders
         ]
+        until = self.grant_until(view)
+        if self.first_fit and cluster.typed and not contenders:
+            # Chosen by placing: the waiting jobs in rank order, each placed if one type
+            # holds its gang on the GPUs left.
+            pool = Packer(cluster, view.free)
+            start: Schedule = {}
+            for job, gpus in books.waiting.first_fit(pool.take, pool.__len__):
+                start[job] = Assignment(gpus, until)
+                books.started.append(job)
+                books.granted(job, until)
+            return Changes([], start)
         capacity = len(view.free) + sum(j.spec.gang for j in contenders)
         chosen = books.waiting.fill(capacity, keys)
-        return place_changes(view, books, chosen, contenders, self.grant_until(view))
+        return place_changes(
+            view, books, chosen, contenders, until, largest_first=not self.first_fit
+        )
 
     def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
-        """A waiting job's place in the ranking (``_Ranked``, with the app's admission
-        rank for its position: the same order)."""
+        """A waiting job's place in the ranking: (rank, 1 as it waits, the app's
+        admission rank, its submission index, the job)."""
         assert view.order is not None
         return (self.rank(job, view.now, view.cluster), 1, view.order[job.app], job.index, job)
 
