@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from tests.simulator.test_hand_schedule import approx, assert_intervals, finishes, workload
 from themis.model.cluster import Cluster
 from themis.model.state import JobState
@@ -60,3 +62,14 @@ def test_the_rules_are_incremental_without_code_of_their_own() -> None:
     for rule in (LargestGangFirst, FifoPolicy, LasPolicy, SrtfPolicy):
         assert issubclass(rule, RankedPolicy) and rule.incremental
         assert "changes" not in vars(rule) and "schedule" not in vars(rule)
+
+
+def test_a_first_fit_rule_that_would_preempt_is_refused() -> None:
+    with pytest.raises(TypeError, match="never preempts"):
+
+        class Preempting(RankedPolicy):  # noqa: F841 - refused as it is made
+            name = "preempting-first-fit"
+            first_fit = True
+
+            def rank(self, job: JobState, now: float, cluster: Cluster) -> float:
+                return 0.0

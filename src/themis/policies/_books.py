@@ -32,33 +32,47 @@ from themis.policies.base import SchedulingView
 Key = tuple[Any, ...]
 
 
-def fill_streams(streams: Iterable[Sequence[Key]], capacity: int) -> list[JobState]:
-    """``_quantum.fill`` of the merge of ``streams`` (each sorted, all of one gang size):
-    the jobs in key order while GPUs last, a gang that does not fit passed over for the
-    ones behind it. Capacity only shrinks, so once a stream's gang does not fit none of
-    its jobs will: the stream is dropped instead of walked."""
-    chosen: list[JobState] = []
-    if capacity <= 0:
-        return chosen
+def walk_streams(
+    streams: Iterable[Sequence[Key]], left: int, place: Callable[[JobState, int], int | None]
+) -> None:
+    """Walk the merge of ``streams`` (each sorted, all of one gang size) in key order while
+    ``left`` GPUs remain, offering each job whose gang is no larger to ``place(job, left)``:
+    it returns how many GPUs are left once the job has its own, or None when it passes
+    the job over. What is left only shrinks, so once a stream's gang is larger none of its
+    jobs will fit: the stream is dropped instead of walked."""
+    if left <= 0:
+        return
     streams = list(streams)
-    heap = [(s[0], n, 0) for n, s in enumerate(streams) if s and s[0][-1].spec.gang <= capacity]
+    heap = [(s[0], n, 0) for n, s in enumerate(streams) if s and s[0][-1].spec.gang <= left]
     heapq.heapify(heap)
     while heap:
         key, n, k = heap[0]
         job = key[-1]
-        gang = job.spec.gang
-        if gang > capacity:
+        if job.spec.gang > left:
             heapq.heappop(heap)  # this gang no longer fits: nor will the rest of its stream
             continue
-        chosen.append(job)
-        capacity -= gang
-        if capacity == 0:
-            break
+        after = place(job, left)
+        if after is not None:
+            left = after
+            if left <= 0:
+                break
         stream = streams[n]
         if k + 1 < len(stream):
             heapq.heapreplace(heap, (stream[k + 1], n, k + 1))
         else:
             heapq.heappop(heap)
+
+
+def fill_streams(streams: Iterable[Sequence[Key]], capacity: int) -> list[JobState]:
+    """``_quantum.fill`` of the merge of ``streams``: the jobs in key order while GPUs last
+    (counted), a gang that does not fit passed over for the ones behind it."""
+    chosen: list[JobState] = []
+
+    def choose(job: JobState, left: int) -> int:
+        chosen.append(job)
+        return left - job.spec.gang
+
+    walk_streams(streams, capacity, choose)
     return chosen
 
 
@@ -118,27 +132,18 @@ class WaitingIndex:
     ) -> list[tuple[JobState, tuple[int, ...]]]:
         """The waiting jobs in key order, each given the GPUs ``take(gang)`` returns
         (passed over when it returns None), while ``size()`` GPUs are left: placement
-        decides, not a count (a cluster of several GPU types, where a gang may fit the
-        count and no one type). A gang larger than what is left ends its stream (the
-        pool only shrinks), so the walk does not visit gangs that cannot fit."""
+        decides, not a count (on a cluster of several GPU types a gang may fit the count
+        and no one type)."""
         placed: list[tuple[JobState, tuple[int, ...]]] = []
-        left = size()
-        heap = [(s[0], g, 0) for g, s in self.streams.items() if s and g <= left]
-        heapq.heapify(heap)
-        while heap and left:
-            key, gang, k = heap[0]
-            if gang > left:
-                heapq.heappop(heap)
-                continue
-            gpus = take(gang)
-            if gpus is not None:
-                placed.append((key[-1], gpus))
-                left = size()
-            stream = self.streams[gang]
-            if k + 1 < len(stream):
-                heapq.heapreplace(heap, (stream[k + 1], gang, k + 1))
-            else:
-                heapq.heappop(heap)
+
+        def place(job: JobState, left: int) -> int | None:
+            gpus = take(job.spec.gang)
+            if gpus is None:
+                return None
+            placed.append((job, gpus))
+            return size()
+
+        walk_streams(self.streams.values(), size(), place)
         return placed
 
     def in_order(self) -> Iterator[JobState]:

@@ -16,7 +16,7 @@ Between boundaries (arrivals, job ends) only the free GPUs are handed out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from themis.mechanism.pool import FreePool
@@ -133,28 +133,21 @@ def place_changes(
     view: SchedulingView,
     books: Books,
     chosen: list[JobState],
-    contenders: Sequence[JobState],
+    contenders: Iterable[JobState],
     until: float | None,
     relocate: Relocate | None = None,
-    largest_first: bool = True,
 ) -> Changes:
     """``place``'s schedule as what changes (``Policy.changes``), for a round whose
     running jobs not in ``contenders`` keep their GPUs and grant ends: the contenders not
     chosen stop, the chosen ones that run continue (or move, if ``relocate`` moves them)
     until ``until``, the chosen ones that wait start on GPUs carved as ``place`` carves
-    them (largest gang first, or in the order given). ``books`` learns what it granted.
-    ``view.free`` must be the simulator's books."""
+    them. ``books`` learns what it granted. ``view.free`` must be the simulator's books."""
     assert view.free is not None
     cluster = view.cluster
-    stop: list[JobState] = []
-    continuing: list[JobState] = []
-    if contenders:  # else every chosen job waits (no running job competed)
-        kept = set(chosen)
-        stop = [j for j in contenders if j not in kept]
-        continuing = [j for j in chosen if j.gpus]
-        starting = [j for j in chosen if not j.gpus]
-    else:
-        starting = list(chosen)
+    kept = set(chosen)
+    stop = [j for j in contenders if j not in kept]
+    continuing = [j for j in chosen if j.gpus]
+    starting = [j for j in chosen if not j.gpus]
     pool: Packer | FreePool | None = None
     moved: dict[JobState, tuple[int, ...]] = {}
 
@@ -180,8 +173,7 @@ def place_changes(
                 pool.draft_add(job.gpus)
         else:
             pool = Packer(cluster, available())
-    if largest_first:
-        starting.sort(key=lambda j: -j.spec.gang)  # stable: the policy's order on ties
+    starting.sort(key=lambda j: -j.spec.gang)  # stable: the policy's order on ties
     for job in starting:
         taken = pool.take(job.spec.gang)
         if taken is None:

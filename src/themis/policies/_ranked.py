@@ -14,10 +14,10 @@ One round:
    no GPU idles while a waiting gang would fit (work conservation; ``_quantum.fill``).
 4. Chosen running jobs keep their exact GPUs; running jobs not chosen are preempted; the
    newly chosen are packed largest gang first on the best span of what is free, as the
-   quantum baselines do (``_quantum.place``), or in rank order (``first_fit``: FIFO's
-   queue, each gang on the best span left when its turn comes). On a cluster of several
-   GPU types a first-fit policy walks its queue placing gangs as it goes, so a gang no
-   one type can hold is passed over without holding back the gangs behind it.
+   quantum baselines do (``_quantum.place``). A first-fit rule (FIFO, which never
+   preempts) instead walks its queue placing each gang on the best span left when its
+   turn comes, so a gang no one GPU type can hold is passed over without holding back
+   the gangs behind it.
 
 A waiting job's rank cannot change while it waits (it makes no progress and holds no
 GPUs), so the policy keeps one ranking of every waiting job from round to round, per gang
@@ -33,6 +33,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import ClassVar
 
+from themis.mechanism.pool import FreePool
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import JobState
@@ -68,9 +69,18 @@ class RankedPolicy(Policy):
     #: Whether running jobs compete at all (False: a running job keeps its GPUs until it
     #: ends, and a round only hands out the free GPUs).
     preempts: ClassVar[bool] = True
-    #: Whether the chosen gangs are placed in rank order (and, on a typed cluster, chosen
-    #: by placing them) instead of largest gang first.
+    #: Whether waiting jobs are placed in rank order as they come, each passed over when
+    #: no GPUs left hold its gang, instead of chosen by count and placed largest gang
+    #: first. Only for a rule that never preempts.
     first_fit: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.first_fit and cls.preempts:
+            raise TypeError(
+                f"{cls.__name__}: a first-fit rule places waiting jobs in queue order and "
+                "never preempts (set preempts = False)"
+            )
 
     def __init__(self, options: PolicyOptions) -> None:
         super().__init__(options)
@@ -92,6 +102,8 @@ class RankedPolicy(Policy):
         view = self.with_books(view)
         books = self._books
         books.sync(view)
+        if self.first_fit:  # a first-fit rule never preempts: only the queue moves
+            return self._first_fit(view, self.grant_until(view))
         now, cluster, order = view.now, view.cluster, view.order
         assert order is not None and view.free is not None
         if not self.preempts:
@@ -105,22 +117,27 @@ class RankedPolicy(Policy):
         keys: list[Key] = [
             (self.rank(j, now, cluster), 0, order[j.app], j.index, j) for j in contenders
         ]
-        until = self.grant_until(view)
-        if self.first_fit and cluster.typed and not contenders:
-            # Chosen by placing: the waiting jobs in rank order, each placed if one type
-            # holds its gang on the GPUs left.
-            pool = Packer(cluster, view.free)
-            start: Schedule = {}
-            for job, gpus in books.waiting.first_fit(pool.take, pool.__len__):
-                start[job] = Assignment(gpus, until)
-                books.started.append(job)
-                books.granted(job, until)
-            return Changes([], start)
         capacity = len(view.free) + sum(j.spec.gang for j in contenders)
         chosen = books.waiting.fill(capacity, keys)
-        return place_changes(
-            view, books, chosen, contenders, until, largest_first=not self.first_fit
+        return place_changes(view, books, chosen, contenders, self.grant_until(view))
+
+    def _first_fit(self, view: SchedulingView, until: float | None) -> Changes:
+        """The waiting jobs in rank order, each placed on the best span the GPUs left
+        offer when its turn comes, or passed over when none does (on a cluster of several
+        GPU types a gang may fit the count and no one type): carved from the view's pool
+        where it packs as a ``Packer`` does (the mechanism settles it), else a Packer."""
+        books, cluster = self._books, view.cluster
+        pool: Packer | FreePool = (
+            view.free
+            if isinstance(view.free, FreePool) and not cluster.typed
+            else Packer(cluster, view.free or ())
         )
+        start: Schedule = {}
+        for job, gpus in books.waiting.first_fit(pool.take, pool.__len__):
+            start[job] = Assignment(gpus, until)
+            books.started.append(job)
+            books.granted(job, until)
+        return Changes([], start)
 
     def _waiting_key(self, job: JobState, view: SchedulingView) -> Key:
         """A waiting job's place in the ranking: (rank, 1 as it waits, the app's
