@@ -165,15 +165,15 @@ def test_the_bundled_trace_and_profiles_load_by_name_from_the_wheel(
 
 
 def test_the_dashboard_page_ships_in_the_wheel(installed: Installed, tmp_path: Path) -> None:
-    """``themis serve``'s dashboard (runtime/dashboard.py) reads its page from the package:
+    """``themis serve``'s dashboard (runtime/api/dashboard.py) reads its page from the package:
     the wheel's copy is the checkout's, byte for byte."""
-    from themis.runtime.dashboard import STATIC
+    from themis.runtime.api.dashboard import STATIC
 
-    code = "from themis.runtime.dashboard import static_file; import sys\n"
+    code = "from themis.runtime.api.dashboard import static_file; import sys\n"
     code += "sys.stdout.write(repr([static_file(n) for n in sys.argv[1:]]))"
     done = _run(installed, [str(installed.python), "-c", code, *STATIC], tmp_path)
     assert done.returncode == 0, done.stderr
-    static = ROOT / "src" / "themis" / "runtime" / "static"
+    static = ROOT / "src" / "themis" / "runtime" / "api" / "static"
     assert ast.literal_eval(done.stdout) == [(static / n).read_bytes() for n in STATIC]
 
 

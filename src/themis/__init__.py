@@ -16,7 +16,7 @@ __version__ = "0.2.0"
 
 #: The lease API for training code, loaded on first use so that ``import themis`` stays
 #: light (the runtime's Ray-facing modules are never imported from here).
-_LAZY = {"lease": "themis.runtime.lease", "Trial": "themis.runtime.lease"}
+_LAZY = {"lease": "themis.runtime.workers.lease", "Trial": "themis.runtime.workers.lease"}
 
 
 def __getattr__(name: str) -> Any:

@@ -17,7 +17,7 @@ from themis.cli.policy_flags import policy_values
 from themis.errors import ThemisError
 from themis.policies import PolicyOptions
 from themis.policies.knobs import KNOBS, NOT_FLAGS, BadOption
-from themis.runtime.service_options import ServiceOptions
+from themis.runtime.loop.options import ServiceOptions
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "themis"
 

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from themis.runtime.jobs import RunningJob
-from themis.runtime.lease import Outcome, Progress, TrialSpec
+from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.lease import Outcome, Progress, TrialSpec
 
 
 @dataclass

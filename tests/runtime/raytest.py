@@ -15,12 +15,12 @@ import pytest
 from themis.model.workload import Workload
 from themis.policies import make_policy
 from themis.reports import app_rows
-from themis.runtime import checkpoint
-from themis.runtime.appfile import load_app_file
-from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
-from themis.runtime.commands import submit_command
-from themis.runtime.model import app_profile, app_spec
-from themis.runtime.store import Store
+from themis.runtime.loop.app_model import app_profile, app_spec
+from themis.runtime.loop.commands import submit_command
+from themis.runtime.loop.service import ArbiterService, ServiceOptions
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import Store
+from themis.runtime.workers import checkpoint
 from themis.simulator import simulate
 
 #: Short leases and grace so that a test sees several of each in seconds.
@@ -32,7 +32,7 @@ FAST = ServiceOptions(
 def local_cluster() -> Iterator[object]:
     """A module's cluster: head (machine 0, rack r0) + one more node, 2 GPUs each."""
     os.environ["RAY_AUTH_MODE"] = "disabled"  # no token files under ~/.ray in tests
-    from themis.runtime import ray_cluster
+    from themis.runtime.workers import ray_cluster
 
     local = ray_cluster.start_local(gpus=4, machines=2, racks=1)
     try:

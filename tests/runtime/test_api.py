@@ -18,13 +18,13 @@ import pytest
 
 from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour, FakeLauncher, nodes
-from themis.runtime.api import ApiContext, make_api
-from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
-from themis.runtime.auth import OperatorTokens, read_token_file
-from themis.runtime.commands import CommandQueue
-from themis.runtime.metrics import ArbiterMetrics
-from themis.runtime.server import ApiServer
-from themis.runtime.store import Store
+from themis.runtime.api.auth import OperatorTokens, read_token_file
+from themis.runtime.api.routes import ApiContext, make_api
+from themis.runtime.api.server import ApiServer
+from themis.runtime.loop.commands import CommandQueue
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.service import ArbiterService, ServiceOptions
+from themis.runtime.state.store import Store
 
 OPTIONS = ServiceOptions(
     lease=2.0, batch_window=0.2, grace=1.0, tick=0.05, inventory_every=0.5, status_every=0.1
@@ -106,7 +106,7 @@ def themis(*args: str, server: str | None = None, token: str | None = None, cwd=
     if token is not None:
         env["THEMIS_TOKEN"] = token
     return subprocess.run(
-        [sys.executable, "-m", "themis.runtime", *map(str, args)],
+        [sys.executable, "-m", "themis", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -406,7 +406,7 @@ def test_https_with_uvicorns_tls_and_a_private_ca(tmp_path: Path) -> None:
         assert api.url.startswith("https://127.0.0.1:")
         admin = read_token_file(state / "admin.token")
         env = {k: v for k, v in os.environ.items() if not k.startswith("THEMIS_")}
-        run = [sys.executable, "-m", "themis.runtime", "status"]
+        run = [sys.executable, "-m", "themis", "status"]
         trusted = {**env, "THEMIS_SERVER": api.url, "THEMIS_TOKEN": admin,
                    "THEMIS_CA_FILE": str(cert)}  # fmt: skip
         out = subprocess.run(run, env=trusted, capture_output=True, text=True, timeout=60)

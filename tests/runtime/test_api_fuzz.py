@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tests.runtime.conftest import app_yaml
 from tests.runtime.test_api import Arbiter, call
-from themis.runtime.appfile import read_app_text
+from themis.runtime.state.appfile import read_app_text
 
 EXAMPLES = int(os.environ.get("THEMIS_FUZZ_EXAMPLES", "600"))
 

@@ -39,7 +39,7 @@ def arbiter(tmp_path: Path):
 def test_out_of_range_parameters_are_400_in_one_line(arbiter, tmp_path: Path, path: str) -> None:
     """Defect 7: ``logs?after=9223372036854775808`` was a 500 with a traceback."""
     from tests.runtime.conftest import app_yaml
-    from themis.runtime.appfile import read_app_text
+    from themis.runtime.state.appfile import read_app_text
 
     text = read_app_text(app_yaml(tmp_path, "a", steps=100000))
     body = json.dumps({"text": text, "source": "a.yaml", "base_dir": str(tmp_path)}).encode()
@@ -135,7 +135,7 @@ def test_a_port_in_use_is_refused_before_ray_starts(tmp_path: Path, monkeypatch)
     from click.testing import CliRunner
 
     from themis.cli.runtime import serve
-    from themis.runtime import ray_cluster
+    from themis.runtime.workers import ray_cluster
 
     def no_ray(*args, **kwargs):
         raise AssertionError("Ray was started before the port was checked")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from themis.errors import ThemisError
-from themis.runtime.appfile import Halving, load_app_file
+from themis.runtime.state.appfile import Halving, load_app_file
 
 GOOD = """
 name: sweep-1
@@ -61,7 +61,7 @@ def test_draws_are_a_function_of_the_seed(tmp_path: Path) -> None:
 
 
 def test_round_trip_through_the_store_format(tmp_path: Path) -> None:
-    from themis.runtime.appfile import AppFile
+    from themis.runtime.state.appfile import AppFile
 
     app = load_app_file(write(tmp_path, GOOD))
     assert app.ranks == "gpu"  # one process per GPU unless the file says otherwise
@@ -83,7 +83,7 @@ def test_the_progress_weight_reaches_the_apps_trial_order(tmp_path: Path) -> Non
     trial keeps its place ahead of fresh ones; with the default it goes behind them."""
     from themis.agent.app_scheduler import waiting_order
     from themis.model.state import AppState
-    from themis.runtime.model import app_profile, app_spec
+    from themis.runtime.loop.app_model import app_profile, app_spec
 
     orders = {}
     for extra in ("", "progress_weight: 0\n"):
@@ -213,7 +213,7 @@ def test_deep_nesting_is_one_error_not_a_recursion_traceback(tmp_path: Path) -> 
 
 
 def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
-    from themis.runtime.appfile import MAX_CHOICES, MAX_PARAMS, MAX_TRIALS
+    from themis.runtime.state.appfile import MAX_CHOICES, MAX_PARAMS, MAX_TRIALS
 
     refused_fast(
         write(tmp_path, GOOD.replace("trials: 5", f"trials: {MAX_TRIALS + 1}")),

@@ -16,11 +16,11 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour, FakeLauncher, nodes
 from themis.errors import ThemisError
-from themis.runtime.appfile import load_app_file
-from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
-from themis.runtime.commands import Command, submit_command
-from themis.runtime.lease import TrialSpec
-from themis.runtime.store import Store
+from themis.runtime.loop.commands import Command, submit_command
+from themis.runtime.loop.service import ArbiterService, ServiceOptions
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import Store
+from themis.runtime.workers.lease import TrialSpec
 
 FAST = ServiceOptions(
     lease=2.0, batch_window=0.2, grace=1.5, tick=0.05, inventory_every=0.5, status_every=0.2
@@ -208,7 +208,7 @@ def test_a_request_that_timed_out_never_happens(tmp_path: Path) -> None:
 
 def test_a_grant_onto_gpus_still_draining_waits_for_the_drain(tmp_path: Path) -> None:
     """Whatever a policy grants, a job is launched only once its GPUs are free."""
-    from themis.runtime.job_control import JobControl
+    from themis.runtime.loop.job_control import JobControl
 
     launcher = FakeLauncher(1.5, {})
     jobs = JobControl(launcher)

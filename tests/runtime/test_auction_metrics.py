@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("prometheus_client")
 
-from themis.runtime.metrics import ArbiterMetrics  # noqa: E402
+from themis.runtime.loop.metrics import ArbiterMetrics  # noqa: E402
 
 
 def test_auction_figures_are_exported() -> None:

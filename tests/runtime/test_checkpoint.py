@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.runtime.conftest import HERE
-from themis.runtime import checkpoint
-from themis.runtime.checkpoint import CheckpointRefused
-from themis.runtime.lease import LeaseControl, TrialSpec, read_checkpoint, run_trial
+from themis.runtime.workers import checkpoint
+from themis.runtime.workers.checkpoint import CheckpointRefused
+from themis.runtime.workers.lease import LeaseControl, TrialSpec, read_checkpoint, run_trial
 
 VICTIM_KEY = checkpoint.app_key(b"s" * 32, "victim", 1.0)
 ATTACKER_KEY = checkpoint.app_key(b"s" * 32, "mallory", 2.0)

@@ -41,7 +41,7 @@ def test_serve_refuses_a_bad_listen_address(tmp_path: Path) -> None:
 
 def test_serve_defaults_are_the_service_defaults() -> None:
     from themis.cli.runtime import serve
-    from themis.runtime.arbiter_service import ServiceOptions
+    from themis.runtime.loop.service import ServiceOptions
 
     params = {p.name: p.default for p in serve.params}
     options = ServiceOptions()

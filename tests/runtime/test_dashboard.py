@@ -22,8 +22,8 @@ from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour
 from tests.runtime.test_api import Arbiter, call, submitted, themis
 from themis.fairness.ftf import RHO_MAX
-from themis.runtime.dashboard import PAGE_HEADERS, STATIC
-from themis.runtime.history import RhoHistory
+from themis.runtime.api.dashboard import PAGE_HEADERS, STATIC
+from themis.runtime.loop.history import RhoHistory
 
 ROOT = Path(__file__).parents[2]
 
@@ -134,7 +134,7 @@ def test_the_page_loads_without_a_token_holds_no_data_and_lets_only_its_script_r
         status, body = call(busy.url, "GET", f"/dashboard/{name}", None)
         assert (
             status == 200
-            and body == resources.files("themis.runtime").joinpath("static", name).read_bytes()
+            and body == resources.files("themis.runtime.api").joinpath("static", name).read_bytes()
         )
     for name in ("../api.py", "nothing.js", "dashboard.html"):
         assert call(busy.url, "GET", f"/dashboard/{name}", None)[0] == 404
@@ -143,7 +143,7 @@ def test_the_page_loads_without_a_token_holds_no_data_and_lets_only_its_script_r
 
 
 def test_the_script_never_parses_server_data_as_html_and_keeps_tokens_out_of_urls():
-    script = resources.files("themis.runtime").joinpath("static", "dashboard.js").read_text()
+    script = resources.files("themis.runtime.api").joinpath("static", "dashboard.js").read_text()
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
                  "new Function", "setTimeout(\"", "localStorage"):  # fmt: skip
         assert sink not in script, sink
@@ -157,8 +157,8 @@ def test_the_script_never_parses_server_data_as_html_and_keeps_tokens_out_of_url
 
 def test_the_page_files_ship_as_package_data() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = pyproject["tool"]["setuptools"]["package-data"]["themis.runtime"]
-    static = resources.files("themis.runtime").joinpath("static")
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["themis.runtime.api"]
+    static = resources.files("themis.runtime.api").joinpath("static")
     for name in STATIC:
         assert static.joinpath(name).is_file(), name
         assert f"static/*{Path(name).suffix}" in patterns, name
@@ -224,8 +224,8 @@ VIEW_MACHINES = [
 def hand_store(tmp_path_factory):
     """Apps 'red' (running, 2 trials) and 'blue' (submitted, 3 trials): red's t000 holds
     node a's GPUs until t=130, red's t001 drains on node b's slot 0."""
-    from themis.runtime.appfile import load_app_file
-    from themis.runtime.store import Store
+    from themis.runtime.state.appfile import load_app_file
+    from themis.runtime.state.store import Store
 
     tmp = tmp_path_factory.mktemp("hand")
     store = Store(tmp / "state", init=True)
@@ -251,8 +251,8 @@ def hand_view(**extra):
 
 
 def test_the_answer_places_leases_on_machines_in_wall_clock_and_marks_draining(hand_store):
-    from themis.runtime.auth import Principal
-    from themis.runtime.dashboard import cluster_answer
+    from themis.runtime.api.auth import Principal
+    from themis.runtime.api.dashboard import cluster_answer
 
     answer = cluster_answer(hand_store, hand_view(), Principal("admin"))
     a, b = answer["machines"]
@@ -283,8 +283,8 @@ def test_the_answer_places_leases_on_machines_in_wall_clock_and_marks_draining(h
 )
 def test_an_app_token_never_sees_another_apps_name(hand_store, holders, viewer) -> None:
     """Whoever drains where, the answer to one app's token names no other app."""
-    from themis.runtime.auth import Principal
-    from themis.runtime.dashboard import cluster_answer
+    from themis.runtime.api.auth import Principal
+    from themis.runtime.api.dashboard import cluster_answer
 
     slots = [(n, s) for n in NODES for s in (0, 1)]
     draining = [[n, s, app, "t002"] for (n, s), app in zip(slots, holders, strict=True) if app]

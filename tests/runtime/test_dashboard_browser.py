@@ -26,9 +26,9 @@ from tests.runtime.fakes import Behaviour
 from tests.runtime.raytest import local_cluster
 from tests.runtime.test_api import Arbiter, call, submitted, themis
 from tests.runtime.test_end_to_end import start_serve
-from themis.runtime.appfile import load_app_file
-from themis.runtime.store import Store
-from themis.runtime.tokens import new_token, token_hash
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import Store
+from themis.runtime.state.tokens import new_token, token_hash
 
 pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason=ABSENT),

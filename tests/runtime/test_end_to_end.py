@@ -22,7 +22,7 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.raytest import lineage, local_cluster
 from tests.runtime.test_api import one_line_error, themis
-from themis.runtime.store import Store
+from themis.runtime.state.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STEPS = 150
@@ -43,7 +43,7 @@ def start_serve(cluster, state: Path, tmp: Path, init: bool) -> tuple[subprocess
     url_file = tmp / "url"
     url_file.unlink(missing_ok=True)
     args = [
-        sys.executable, "-m", "themis.runtime", "serve",
+        sys.executable, "-m", "themis", "serve",
         "--address", cluster.address,
         "--state-dir", str(state),
         "--storage", str(tmp / "checkpoints"),

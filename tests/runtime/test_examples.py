@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from themis.runtime.appfile import load_app_file
-from themis.runtime.lease import LeaseControl, TrialSpec, run_trial
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.workers.lease import LeaseControl, TrialSpec, run_trial
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

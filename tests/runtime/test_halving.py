@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from themis.runtime.appfile import Halving
-from themis.runtime.halving import decide, next_stop, review
+from themis.runtime.loop.halving import decide, next_stop, review
+from themis.runtime.state.appfile import Halving
 
 H = Halving("loss", "min", 2, 10)
 TRIALS = ["a", "b", "c", "d"]

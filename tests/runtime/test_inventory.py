@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from themis.model.cluster import Span
-from themis.runtime.cluster import read_inventory
+from themis.runtime.workers.ray_inventory import read_inventory
 
 
 def node(node_id: str, gpus: float, alive: bool = True, labels=None, **extra) -> dict:

@@ -9,7 +9,7 @@ import pytest
 
 import themis
 from tests.runtime.conftest import HERE
-from themis.runtime.lease import (
+from themis.runtime.workers.lease import (
     LeaseControl,
     TrialSpec,
     read_checkpoint,
@@ -106,13 +106,13 @@ def test_lease_is_exported_lazily() -> None:
     code = "import sys, themis; assert 'ray' not in sys.modules; themis.lease; print('ok')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
-    assert themis.lease.__module__ == "themis.runtime.lease"
+    assert themis.lease.__module__ == "themis.runtime.workers.lease"
 
 
 def test_a_gang_is_one_rank_per_gpu_with_local_ranks_per_node(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from themis.runtime.lease import rendezvous_env
+    from themis.runtime.workers.lease import rendezvous_env
 
     gang = (("nodeA", 3), ("nodeB", 1))
     per_gpu = replace(spec(tmp_path), gang=gang)
@@ -134,7 +134,7 @@ def test_the_ranks_of_a_node_are_listed_in_local_rank_order(tmp_path: Path) -> N
     """Defect 15: each rank must see its node's GPUs of the gang in local-rank order."""
     from dataclasses import replace
 
-    from themis.runtime.jobs import node_peers
+    from themis.runtime.workers.jobs import node_peers
 
     members = replace(spec(tmp_path), gang=(("A", 3), ("B", 1))).members()
     assert [node_peers(members, k) for k in range(4)] == [[0, 1, 2]] * 3 + [[3]]

@@ -4,7 +4,7 @@ however a policy asks for them (a list in order, or a set)."""
 from __future__ import annotations
 
 from themis.model.cluster import Cluster
-from themis.runtime.lease_book import RuntimeView
+from themis.runtime.loop.lease_book import RuntimeView
 
 
 def test_reserved_gpus_are_never_free() -> None:

@@ -8,9 +8,9 @@ import pytest
 
 from tests.runtime.conftest import app_yaml
 from themis.model.cluster import Cluster
-from themis.runtime.appfile import load_app_file
-from themis.runtime.live import AppBook
-from themis.runtime.store import Store
+from themis.runtime.loop.live import AppBook
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import Store
 
 
 def test_rebuild_replays_active_apps_and_keeps_progress(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.raytest import RayHead, lineage
 from tests.runtime.test_api import themis
-from themis.runtime.store import Store
+from themis.runtime.state.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STEPS = 150
@@ -69,7 +69,7 @@ def test_serve_outlives_ray_reports_it_and_resumes_when_ray_is_back(tmp_path: Pa
     try:
         head.start()
         args = [
-            sys.executable, "-m", "themis.runtime", "serve", "--init",
+            sys.executable, "-m", "themis", "serve", "--init",
             "--address", head.address, "--state-dir", str(state),
             "--storage", str(tmp_path / "checkpoints"), "--listen", "127.0.0.1:0",
             "--url-file", str(url_file), "--lease", "8", "--batch-window", "1",

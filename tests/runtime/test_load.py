@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from tests.runtime.conftest import app_yaml
-from themis.runtime.http_client import Client
+from themis.runtime.api.client import Client
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 SUBMISSIONS = 200
@@ -37,7 +37,7 @@ def test_two_hundred_submissions_through_the_api(tmp_path: Path) -> None:
     state = tmp_path / "state"
     url_file = tmp_path / "url"
     args = [
-        sys.executable, "-m", "themis.runtime", "serve", "--init",
+        sys.executable, "-m", "themis", "serve", "--init",
         "--state-dir", str(state), "--listen", "127.0.0.1:0", "--url-file", str(url_file),
         "--gpus", "4", "--machines", "2", "--lease", "8", "--grace", "4",
     ]  # fmt: skip

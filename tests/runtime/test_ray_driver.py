@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from themis.errors import ThemisError
-from themis.runtime.ray_driver import DriverOptions, RayDriver, RayUnreachable
+from themis.runtime.workers.ray_driver import DriverOptions, RayDriver, RayUnreachable
 
 
 @pytest.mark.timeout(90)
@@ -36,7 +36,7 @@ def test_an_address_nobody_answers_is_one_error_and_leaves_no_process() -> None:
 
 @pytest.mark.timeout(90)
 def test_jobs_started_while_ray_is_unreachable_end_at_once_as_lost() -> None:
-    from themis.runtime.lease import TrialSpec
+    from themis.runtime.workers.lease import TrialSpec
 
     driver = RayDriver("127.0.0.1:1", grace=1.0, options=DriverOptions(connect_timeout=60.0))
     try:

@@ -28,9 +28,9 @@ from tests.runtime.raytest import (
     simulated_rho,
     submit,
 )
-from themis.runtime.commands import Command
-from themis.runtime.lease import Progress
-from themis.runtime.store import Store
+from themis.runtime.loop.commands import Command
+from themis.runtime.state.store import Store
+from themis.runtime.workers.lease import Progress
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

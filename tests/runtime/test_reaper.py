@@ -20,7 +20,7 @@ import pytest
 
 SERVE = """
 import json, os, subprocess, sys, time
-from themis.runtime import reaper
+from themis.runtime.workers import reaper
 root, other = sys.argv[1], sys.argv[2]
 keep = reaper.start(root)
 env = {**os.environ, "RAY_TMPDIR": root}
@@ -80,11 +80,11 @@ def test_kill_9_of_a_real_serve_leaves_no_ray_process_after_10_s(tmp_path: Path)
     pytest.importorskip("ray")
     import psutil
 
-    from themis.runtime.reaper import processes_of
+    from themis.runtime.workers.reaper import processes_of
 
     url_file = tmp_path / "url"
     args = [
-        sys.executable, "-m", "themis.runtime", "serve", "--init", "--gpus", "2",
+        sys.executable, "-m", "themis", "serve", "--init", "--gpus", "2",
         "--state-dir", str(tmp_path / "state"), "--listen", "127.0.0.1:0",
         "--url-file", str(url_file), "--lease", "8", "--grace", "4",
     ]  # fmt: skip
@@ -116,6 +116,6 @@ def test_kill_9_of_a_real_serve_leaves_no_ray_process_after_10_s(tmp_path: Path)
         if serve.poll() is None:
             serve.kill()
         if root is not None:
-            from themis.runtime.reaper import reap
+            from themis.runtime.workers.reaper import reap
 
             reap(root, grace=1.0)

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from tests.cli.conftest import assert_one_line_error, cli  # noqa: F401 (fixture)
 from tests.runtime.conftest import app_yaml
 from themis.errors import ThemisError
-from themis.runtime.appfile import load_app_file
-from themis.runtime.cluster import Inventory, NodeInfo, cluster_record, regular_spec
-from themis.runtime.halving import ENDED
-from themis.runtime.replay import Recorded, convert, read_state
-from themis.runtime.store import DB_NAME, AppRow, Store, TrialRow
+from themis.runtime.loop.halving import ENDED
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.replay import Recorded, convert, read_state
+from themis.runtime.state.store import DB_NAME, AppRow, Store, TrialRow
+from themis.runtime.workers.ray_inventory import Inventory, NodeInfo, cluster_record, regular_spec
 
 
 def build_state(tmp_path: Path, cluster: bool = True) -> Path:
@@ -261,7 +261,7 @@ def test_the_arbiter_records_its_cluster_and_options_as_they_change(tmp_path: Pa
     """Without Ray: a fake launcher and inventory. The cluster is recorded at start, again
     when a node joins, and kept (not emptied) while no node has a GPU."""
     from tests.runtime.fakes import FakeLauncher, nodes
-    from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
+    from themis.runtime.loop.service import ArbiterService, ServiceOptions
 
     shape = [(2, 2)]
     options = ServiceOptions(lease=3.0, grace=1.0, tick=0.05, inventory_every=0.0)

@@ -18,8 +18,8 @@ import pytest
 from tests.cli.conftest import cli  # noqa: F401 (fixture)
 from tests.runtime.raytest import FAST, app_state, drive, local_cluster, make_service, submit
 from tests.runtime.test_ray_runtime import paced_app
-from themis.runtime.replay import convert, read_state
-from themis.runtime.store import Store
+from themis.runtime.state.replay import convert, read_state
+from themis.runtime.state.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

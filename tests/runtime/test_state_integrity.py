@@ -14,11 +14,11 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import FakeLauncher, nodes
 from themis.errors import ThemisError
-from themis.runtime.appfile import load_app_file
-from themis.runtime.arbiter_service import ArbiterService, ServiceOptions
-from themis.runtime.commands import submit_command
-from themis.runtime.store import StateLost, Store
-from themis.runtime.tokens import token_hash
+from themis.runtime.loop.commands import submit_command
+from themis.runtime.loop.service import ArbiterService, ServiceOptions
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import StateLost, Store
+from themis.runtime.state.tokens import token_hash
 
 FAST = ServiceOptions(lease=2.0, batch_window=0.2, grace=1.5, tick=0.05)
 
@@ -134,7 +134,7 @@ def test_wal_and_shm_are_private_from_creation_and_a_loose_dir_is_tightened(
 def test_backup_of_a_live_database_is_a_consistent_private_copy(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    from themis.runtime.store import backup
+    from themis.runtime.state.store import backup
 
     filled_store(tmp_path, state_dir, events=50)
     live = Store(state_dir)  # the arbiter's connection, open (WAL) while we copy

@@ -8,9 +8,9 @@ import pytest
 
 from tests.runtime.conftest import app_yaml
 from themis.errors import ThemisError
-from themis.runtime.appfile import load_app_file
-from themis.runtime.store import Store
-from themis.runtime.tokens import new_token, token_hash, token_matches
+from themis.runtime.state.appfile import load_app_file
+from themis.runtime.state.store import Store
+from themis.runtime.state.tokens import new_token, token_hash, token_matches
 
 
 def test_everything_survives_a_new_connection(tmp_path: Path, state_dir: Path) -> None:
@@ -126,7 +126,7 @@ def test_the_state_lock_refuses_a_second_holder_and_dies_with_its_process(
     import subprocess
     import sys
 
-    from themis.runtime.statelock import StateLock
+    from themis.runtime.state.lock import StateLock
 
     first = StateLock(state_dir)
     with pytest.raises(ThemisError, match=f"another arbiter \\(pid {__import__('os').getpid()}\\)"):
@@ -135,7 +135,7 @@ def test_the_state_lock_refuses_a_second_holder_and_dies_with_its_process(
     StateLock(state_dir).release()
     # Held by a process that is then SIGKILLed: free again at once.
     code = (
-        "import sys, time; from themis.runtime.statelock import StateLock; "
+        "import sys, time; from themis.runtime.state.lock import StateLock; "
         f"StateLock({str(state_dir)!r}); print('held', flush=True); time.sleep(60)"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.runtime.test_api import call, one_line_error, themis
-from themis.runtime.api import ApiContext, make_api
-from themis.runtime.auth import OperatorTokens, read_token_file
-from themis.runtime.commands import CommandQueue
-from themis.runtime.metrics import ArbiterMetrics
-from themis.runtime.server import ApiServer
-from themis.runtime.store import Store
+from themis.runtime.api.auth import OperatorTokens, read_token_file
+from themis.runtime.api.routes import ApiContext, make_api
+from themis.runtime.api.server import ApiServer
+from themis.runtime.loop.commands import CommandQueue
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.state.store import Store
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.runtime.raytest import FAST, app_state, drive, lineage, make_service, submit
-from themis.runtime.commands import Command
-from themis.runtime.store import Store
+from themis.runtime.loop.commands import Command
+from themis.runtime.state.store import Store
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -24,7 +24,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch_ddp" / "app.
 @pytest.fixture(scope="module")
 def two_single_gpu_nodes():
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    from themis.runtime import ray_cluster
+    from themis.runtime.workers import ray_cluster
 
     local = ray_cluster.start_local(gpus=2, machines=2, racks=1)
     try:

@@ -93,7 +93,7 @@ def plant(trial: themis.Trial) -> None:
     sealed with M's own key; t001 a pickle that creates the file ``marker`` when loaded."""
     import pickle
 
-    from themis.runtime import checkpoint
+    from themis.runtime.workers import checkpoint
 
     spec = trial._spec  # hostile code reads whatever it can reach: its own key
     root = os.path.join(trial.config["storage"], "victim")

@@ -1,6 +1,6 @@
 """``themis replay STATE_DIR``: what the runtime ran, simulated under any policy.
 
-The arbiter's state directory becomes a workload (``runtime/replay.py`` says how: apps
+The arbiter's state directory becomes a workload (``runtime/state/replay.py`` says how: apps
 and gangs as recorded, arrivals relative to the first admission, work from the steps
 checkpointed at the measured speed), written in themis's own format to
 ``OUT/workload.json`` and simulated exactly as ``themis simulate --trace
@@ -111,7 +111,7 @@ def replay(
     """Turn the apps, trials, step times and arrivals the arbiter recorded in STATE_DIR
     into a workload and simulate it under one policy; write OUT/workload.json (the
     workload), summary.json, apps.csv and allocations.csv."""
-    from themis.runtime.replay import convert, notes, read_state
+    from themis.runtime.state.replay import convert, notes, read_state
 
     recorded = read_state(state_dir)
     conversion = convert(recorded, unfinished, speed)

@@ -67,7 +67,7 @@ _TOKEN = click.option(
 
 
 def _client(server: str, token: str | None) -> Any:
-    from themis.runtime.http_client import Client
+    from themis.runtime.api.client import Client
 
     return Client(server, token)
 
@@ -184,7 +184,7 @@ def serve(
     """Run the Themis arbiter: start a local Ray cluster (--gpus over --machines) or join
     one (--address), serve the API on --listen, and schedule submitted apps until
     interrupted. The operator's tokens are in STATE_DIR/admin.token and submit.token."""
-    from themis.runtime import server as api_server
+    from themis.runtime.api import server as api_server
 
     values = policy_values(knobs)
     lease_s = values.pop("lease")
@@ -204,7 +204,7 @@ def serve(
             f"the runtime needs {exc.name}: pip install 'themis-scheduler[runtime]'",
             field="serve",
         ) from None
-    from themis.runtime.arbiter_service import ServiceOptions
+    from themis.runtime.loop.service import ServiceOptions
 
     options = ServiceOptions(
         policy=policy,
@@ -248,11 +248,11 @@ def _serve(
     url_file: str | None,
     tls: tuple[str | None, str | None],
 ) -> None:
-    from themis.runtime.store import DB_NAME, Store
+    from themis.runtime.state.store import DB_NAME, Store
 
     if not init and not (state_dir / DB_NAME).exists():
         Store(state_dir)  # refused with its one line; nothing is created
-    from themis.runtime.statelock import StateLock
+    from themis.runtime.state.lock import StateLock
 
     lock = StateLock(state_dir)
     try:
@@ -290,18 +290,18 @@ def _serve_locked(
     url_file: str | None,
     tls: tuple[str | None, str | None],
 ) -> None:
-    from themis.runtime import ray_cluster, reaper
-    from themis.runtime import server as api_server
-    from themis.runtime.api import ApiContext, make_api
-    from themis.runtime.arbiter_service import ArbiterService
-    from themis.runtime.auth import ADMIN_TOKEN_FILE, SUBMIT_TOKEN_FILE, OperatorTokens
-    from themis.runtime.commands import CommandQueue
-    from themis.runtime.metrics import ArbiterMetrics
+    from themis.runtime.api import server as api_server
+    from themis.runtime.api.auth import ADMIN_TOKEN_FILE, SUBMIT_TOKEN_FILE, OperatorTokens
+    from themis.runtime.api.routes import ApiContext, make_api
+    from themis.runtime.loop.commands import CommandQueue
+    from themis.runtime.loop.metrics import ArbiterMetrics
+    from themis.runtime.loop.service import ArbiterService
+    from themis.runtime.workers import ray_cluster, reaper
 
     tokens = OperatorTokens.load_or_create(state_dir)
     listening = api_server.ApiServer.bind(*listen)  # a port in use: refused before Ray
     api_server.forget_private_env()
-    from themis.runtime.ray_driver import RayDriver
+    from themis.runtime.workers.ray_driver import RayDriver
 
     gpus, machines, racks, ray_host = local_shape
     local = None

@@ -88,7 +88,11 @@ class RayEngine:
         if ray.is_initialized():
             return
 
-        from themis.runtime.ray_cluster import LOOPBACK, _loopback_addresses, loopback_environment
+        from themis.runtime.workers.ray_cluster import (
+            LOOPBACK,
+            _loopback_addresses,
+            loopback_environment,
+        )
 
         terminate = signal.getsignal(signal.SIGTERM)
         quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}

@@ -1,13 +1,19 @@
 """The real runtime: Themis scheduling real training jobs on a Ray cluster.
 
-One arbiter process (``server``) owns a state directory (``store``, ``statelock``) and
-serves an HTTP API (``api``, ``auth``, ``tokens``) that the CLI reaches with
-``http_client``; its scheduling loop (``arbiter_service`` and its ``service_*`` parts,
-``job_control``, ``lease_book``, ``commands``, ``rungs``, ``halving``, ``outcomes``,
-``metrics``) drives job actors (``jobs``) running the app's code under ``lease`` (no Ray
-import). ``appfile`` reads what an app asks for, ``cluster`` maps Ray nodes to GPUs,
-``model`` maps an app to the scheduler's model, ``live`` rebuilds apps from the store,
-``ray_cluster`` starts or joins Ray. Ray is imported by ``jobs`` and ``ray_cluster``
-only, FastAPI/uvicorn by ``api`` and ``server`` only; the CLI imports them inside
-``themis serve``.
+Four rooms, each importing only the rooms below it (``tools/import_scan.py`` holds the
+order), and one composition root above them:
+
+- ``state``: what survives a restart (the SQLite store, the state lock, the app file as
+  submitted, token hashes, replay of a state directory as a workload). Imports no room.
+- ``workers``: trial processes on Ray (the launcher and its job actors, the lease API
+  training code runs under, sealed checkpoints, the Ray cluster and its inventory, the
+  reaper). Imports ``state`` at most.
+- ``loop``: the scheduling tick and its parts (commands, admission, rounds, leases,
+  reports, successive halving, inventory changes, status, metrics). Imports ``state`` and
+  ``workers``.
+- ``api``: HTTP routes, auth, typed request and response models, the dashboard, the
+  CLI's client, the uvicorn server. Reads the store and queues commands for the loop.
+
+Ray is imported by ``workers`` only and FastAPI/uvicorn by ``api`` only; the CLI imports
+them inside ``themis serve``.
 """

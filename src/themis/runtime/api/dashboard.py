@@ -26,9 +26,9 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from themis.runtime.auth import Principal
-from themis.runtime.queries import status_rows
-from themis.runtime.store import LeaseRow, Store
+from themis.runtime.api.auth import Principal
+from themis.runtime.api.queries import status_rows
+from themis.runtime.state.store import LeaseRow, Store
 
 #: Recent events shown, newest first.
 EVENTS = 50
@@ -60,7 +60,7 @@ PAGE_HEADERS = {
 
 def static_file(name: str) -> bytes:
     """One of the page's files, read from the installed package."""
-    return resources.files("themis.runtime").joinpath("static", name).read_bytes()
+    return resources.files("themis.runtime.api").joinpath("static", name).read_bytes()
 
 
 def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[str, Any]:

@@ -21,15 +21,10 @@ from dataclasses import dataclass
 
 # The pure rules live in themis.model.halving, shared with the simulator.
 from themis.model.halving import Decisions, decide, next_stop
-from themis.runtime.appfile import Halving
+from themis.runtime.state.appfile import Halving
+from themis.runtime.state.store import ENDED, STOPPED_EARLY
 
-__all__ = ["ENDED", "Decisions", "Review", "decide", "next_stop", "review"]
-
-
-#: A trial stopped by successive halving (it lost at a rung): the store's state.
-STOPPED_EARLY = "stopped-early"
-#: Trial states after which a trial needs no more GPUs (the store's vocabulary).
-ENDED = ("finished", STOPPED_EARLY, "failed", "cancelled")
+__all__ = ["ENDED", "STOPPED_EARLY", "Decisions", "Review", "decide", "next_stop", "review"]
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ class CommandQueue:
 def submit_command(app: Any, source: str) -> tuple[Command, str]:
     """A submit command for a checked ``AppFile`` and the app's new token (only its hash
     travels to the loop and the store)."""
-    from themis.runtime.tokens import new_token, token_hash
+    from themis.runtime.state.tokens import new_token, token_hash
 
     token = new_token()
     payload = {"app": app, "token_hash": token_hash(token), "source": source}

@@ -15,10 +15,10 @@ from themis.fairness.ftf import t_cluster
 from themis.fairness.shares import FairShares
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
-from themis.runtime.appfile import AppFile
-from themis.runtime.halving import ENDED
-from themis.runtime.model import app_profile, app_spec
-from themis.runtime.store import AppRow, Store
+from themis.runtime.loop.app_model import app_profile, app_spec
+from themis.runtime.loop.halving import ENDED
+from themis.runtime.state.appfile import AppFile
+from themis.runtime.state.store import AppRow, Store
 
 
 @dataclass

@@ -42,8 +42,7 @@ from typing import Any
 from themis.errors import ThemisError
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec, Workload
-from themis.runtime.halving import ENDED
-from themis.runtime.store import DB_NAME, AppRow, Store, TrialRow
+from themis.runtime.state.store import DB_NAME, ENDED, AppRow, Store, TrialRow
 
 #: How the remaining work of a trial not over yet is estimated.
 UNFINISHED = ("budget", "done")

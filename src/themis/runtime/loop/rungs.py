@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from themis.runtime.halving import Review, review
-from themis.runtime.live import LiveApp
-from themis.runtime.store import Store
+from themis.runtime.loop.halving import Review, review
+from themis.runtime.loop.live import LiveApp
+from themis.runtime.state.store import Store
 
 
 def record(

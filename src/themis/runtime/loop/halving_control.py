@@ -5,10 +5,10 @@ paused there without the metric (``halving.review`` decides; ``rungs`` records).
 from __future__ import annotations
 
 from themis.model.state import JobState
-from themis.runtime import rungs
-from themis.runtime.halving import STOPPED_EARLY
-from themis.runtime.live import LiveApp
-from themis.runtime.service_base import ServiceBase
+from themis.runtime.loop import rungs
+from themis.runtime.loop.halving import STOPPED_EARLY
+from themis.runtime.loop.live import LiveApp
+from themis.runtime.loop.service_base import ServiceBase
 
 
 class HalvingControl(ServiceBase):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from themis.runtime.halving import STOPPED_EARLY
+from themis.runtime.loop.halving import STOPPED_EARLY
 
 
 @dataclass(frozen=True)

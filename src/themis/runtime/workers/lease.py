@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from themis.runtime import checkpoint
+from themis.runtime.workers import checkpoint
 
 #: 1 was a pickle (refused now: it could carry code); 2 is ``runtime.checkpoint``'s.
 CHECKPOINT_FORMAT = 2
@@ -61,7 +61,7 @@ def read_checkpoint(
     path: str | Path, key: str, app_id: str, trial_id: str
 ) -> tuple[int, Any] | None:
     """(steps completed, state) of the last checkpoint, or None if there is none yet;
-    :class:`~themis.runtime.checkpoint.CheckpointRefused` if it is not this trial's."""
+    :class:`~themis.runtime.workers.checkpoint.CheckpointRefused` if it is not this trial's."""
     tree = checkpoint.read(path, key, app_id, trial_id)
     if tree is None:
         return None

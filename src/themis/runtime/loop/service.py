@@ -43,26 +43,26 @@ from themis.mechanism.diff import stopping
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
 from themis.policies import make_policy
-from themis.runtime import checkpoint
-from themis.runtime.cluster import Inventory, read_inventory
-from themis.runtime.commands import CommandQueue
-from themis.runtime.halving import next_stop
-from themis.runtime.history import RhoHistory
-from themis.runtime.job_control import JobControl, Key
-from themis.runtime.jobs import RunningJob
-from themis.runtime.lease import TrialSpec
-from themis.runtime.lease_book import LeaseClock, RuntimeView, grant_length
-from themis.runtime.live import AppBook, LiveApp
-from themis.runtime.metrics import ArbiterMetrics
-from themis.runtime.outcomes import app_outcome
-from themis.runtime.service_halving import HalvingControl
-from themis.runtime.service_inventory import InventoryTracking
-from themis.runtime.service_options import ServiceOptions
-from themis.runtime.service_reports import ReportHandling
-from themis.runtime.service_requests import RequestHandling
-from themis.runtime.service_status import StatusReporting
-from themis.runtime.store import StateLost, Store
-from themis.runtime.tokens import new_token
+from themis.runtime.loop.commands import CommandQueue
+from themis.runtime.loop.halving import next_stop
+from themis.runtime.loop.halving_control import HalvingControl
+from themis.runtime.loop.history import RhoHistory
+from themis.runtime.loop.inventory_tracking import InventoryTracking
+from themis.runtime.loop.job_control import JobControl, Key
+from themis.runtime.loop.job_reports import ReportHandling
+from themis.runtime.loop.lease_book import LeaseClock, RuntimeView, grant_length
+from themis.runtime.loop.live import AppBook, LiveApp
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.options import ServiceOptions
+from themis.runtime.loop.outcomes import app_outcome
+from themis.runtime.loop.requests import RequestHandling
+from themis.runtime.loop.status import StatusReporting
+from themis.runtime.state.store import StateLost, Store
+from themis.runtime.state.tokens import new_token
+from themis.runtime.workers import checkpoint
+from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.lease import TrialSpec
+from themis.runtime.workers.ray_inventory import Inventory, read_inventory
 
 #: The store's ``meta`` key of the options of the last arbiter started on it.
 SERVE_META = "serve"
@@ -94,7 +94,7 @@ class ArbiterService(
         commands: CommandQueue | None = None,
     ) -> None:
         if launcher is None:
-            from themis.runtime.jobs import Launcher
+            from themis.runtime.workers.jobs import Launcher
 
             launcher = Launcher(options.grace)
         self.store = store

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hmac
 import math
 
-from themis.runtime import rungs
-from themis.runtime.halving import ENDED
-from themis.runtime.jobs import RunningJob
-from themis.runtime.lease import Outcome, Progress
-from themis.runtime.live import LiveApp
-from themis.runtime.service_base import ServiceBase
+from themis.runtime.loop import rungs
+from themis.runtime.loop.halving import ENDED
+from themis.runtime.loop.live import LiveApp
+from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.lease import Outcome, Progress
 
 #: What one poll may add to the event log: longer lines and further lines are cut.
 MAX_LOG_LINE = 4000

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from themis.runtime.jobs import RunningJob
-from themis.runtime.lease import TrialSpec
+from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.lease import TrialSpec
 
 Key = tuple[str, str]  # (app id, trial id)
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 import json
 import time
 
-from themis.runtime.cluster import CLUSTER_META, Inventory, cluster_record, read_inventory
-from themis.runtime.service_base import ServiceBase
+from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.workers.ray_inventory import (
+    CLUSTER_META,
+    Inventory,
+    cluster_record,
+    read_inventory,
+)
 
 #: The inventory while Ray is unreachable: no GPU to hand out.
 NO_CLUSTER = Inventory(None, (), ())

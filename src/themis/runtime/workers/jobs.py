@@ -35,7 +35,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from themis.runtime.lease import LeaseControl, Outcome, Progress, TrialSpec, run_trial
+from themis.runtime.workers.lease import LeaseControl, Outcome, Progress, TrialSpec, run_trial
 
 
 @ray.remote(num_cpus=0, max_concurrency=4)  # type: ignore[call-overload]  # ray's stubs lack actor options

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from themis.model.cluster import Cluster
     from themis.model.state import AppState, JobState
-    from themis.runtime.cluster import Inventory
-    from themis.runtime.commands import CommandQueue
-    from themis.runtime.history import RhoHistory
-    from themis.runtime.job_control import JobControl, Key
-    from themis.runtime.lease_book import LeaseClock
-    from themis.runtime.live import LiveApp
-    from themis.runtime.metrics import ArbiterMetrics
-    from themis.runtime.service_options import ServiceOptions
-    from themis.runtime.store import Store
+    from themis.runtime.loop.commands import CommandQueue
+    from themis.runtime.loop.history import RhoHistory
+    from themis.runtime.loop.job_control import JobControl, Key
+    from themis.runtime.loop.lease_book import LeaseClock
+    from themis.runtime.loop.live import LiveApp
+    from themis.runtime.loop.metrics import ArbiterMetrics
+    from themis.runtime.loop.options import ServiceOptions
+    from themis.runtime.state.store import Store
+    from themis.runtime.workers.ray_inventory import Inventory
 
 
 class ServiceBase:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from themis.errors import ThemisError
-from themis.runtime.appfile import read_app_text
+from themis.runtime.state.appfile import read_app_text
 
 #: Where ``themis serve`` listens unless told otherwise (``--listen``).
 DEFAULT_SERVER = "http://127.0.0.1:7878"

@@ -8,9 +8,9 @@ from typing import Any
 
 from themis.agent.agent import Agent
 from themis.fairness.ftf import RHO_MAX
-from themis.runtime.halving import ENDED
-from themis.runtime.live import LiveApp
-from themis.runtime.service_base import ServiceBase
+from themis.runtime.loop.halving import ENDED
+from themis.runtime.loop.live import LiveApp
+from themis.runtime.loop.service_base import ServiceBase
 
 
 class StatusReporting(ServiceBase):

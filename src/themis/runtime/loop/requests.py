@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 from themis.errors import ThemisError
-from themis.runtime.commands import Command
-from themis.runtime.halving import ENDED
-from themis.runtime.service_base import ServiceBase
+from themis.runtime.loop.commands import Command
+from themis.runtime.loop.halving import ENDED
+from themis.runtime.loop.service_base import ServiceBase
 
 log = logging.getLogger("themis.runtime")
 

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from themis.runtime.tokens import new_token, token_hash, token_matches
+from themis.runtime.state.tokens import new_token, token_hash, token_matches
 
 ADMIN_TOKEN_FILE = "admin.token"
 SUBMIT_TOKEN_FILE = "submit.token"

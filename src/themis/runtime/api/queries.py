@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from themis.errors import ThemisError
-from themis.runtime.halving import STOPPED_EARLY
-from themis.runtime.store import LIVE_TRIAL_STATES, Store
+from themis.runtime.loop.halving import STOPPED_EARLY
+from themis.runtime.state.store import LIVE_TRIAL_STATES, Store
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def start(temp_root: str) -> subprocess.Popen[bytes]:
     """Start the reaper of the run whose temporary directory is ``temp_root``; keep the
     returned handle (its stdin is the pipe) for as long as the cluster runs."""
     return subprocess.Popen(
-        [sys.executable, "-m", "themis.runtime.reaper", temp_root],
+        [sys.executable, "-m", "themis.runtime.workers.reaper", temp_root],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ in a child process and talks to it through two queues.
 
 - :func:`_driver_main` (the child) joins the cluster, then in a loop runs the commands it
   receives (start, stop, kill, release a job) with the in-process
-  :class:`~themis.runtime.jobs.Launcher`, polls its jobs, and sends back job progress,
+  :class:`~themis.runtime.workers.jobs.Launcher`, polls its jobs, and sends back job progress,
   job ends and, every ``heartbeat`` seconds, the node list (``ray.nodes()``), which is
   also its heartbeat. It ignores SIGINT/SIGTERM (the arbiter drains jobs through it at
   shutdown) and dies with the arbiter (``PR_SET_PDEATHSIG``), taking its jobs with it,
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from themis.errors import ThemisError
-from themis.runtime.jobs import RunningJob
-from themis.runtime.lease import Outcome, Progress, TrialSpec
+from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.lease import Outcome, Progress, TrialSpec
 
 
 class RayUnreachable(RuntimeError):
@@ -56,7 +56,7 @@ class DriverOptions:
 
 class RayDriver:
     """Launcher and node list of the arbiter, backed by a Ray driver in a child process
-    (see the module's doc). Same interface as :class:`~themis.runtime.jobs.Launcher`,
+    (see the module's doc). Same interface as :class:`~themis.runtime.workers.jobs.Launcher`,
     plus :meth:`nodes`, :attr:`ray_down`, :meth:`wait_connected` and :meth:`close`."""
 
     def __init__(self, address: str, grace: float, options: DriverOptions | None = None) -> None:
@@ -289,7 +289,7 @@ def _driver_main(
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if os.getppid() != parent:
         return
-    from themis.runtime import ray_cluster
+    from themis.runtime.workers import ray_cluster
 
     try:
         ray_cluster.connect(address)
@@ -298,7 +298,7 @@ def _driver_main(
         return
     import ray
 
-    from themis.runtime.jobs import Launcher, _short
+    from themis.runtime.workers.jobs import Launcher, _short
 
     events.put(("ready",))
     launcher = Launcher(grace)

@@ -47,15 +47,15 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from themis.errors import ThemisError
-from themis.runtime import api_models as m
-from themis.runtime.appfile import MAX_APP_BYTES, parse_app_text
-from themis.runtime.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
-from themis.runtime.commands import Busy, Command, CommandQueue, Unanswered, submit_command
-from themis.runtime.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
-from themis.runtime.metrics import ArbiterMetrics
-from themis.runtime.queries import log_lines, status_rows
-from themis.runtime.store import Store
-from themis.runtime.tokens import token_hash
+from themis.runtime.api import models as m
+from themis.runtime.api.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
+from themis.runtime.api.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
+from themis.runtime.api.queries import log_lines, status_rows
+from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
+from themis.runtime.state.store import Store
+from themis.runtime.state.tokens import token_hash
 
 #: Largest request body: an app file JSON-escaped, plus its fields.
 MAX_BODY = 2 * MAX_APP_BYTES + 4096

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from themis.errors import ThemisError
-from themis.runtime.appfile import AppFile
+from themis.runtime.state.appfile import AppFile
 
 DB_NAME = "themis.db"
 #: The layout this code reads and writes. 1 was the unversioned layout of 0.1 (its CLI
@@ -102,6 +102,10 @@ CREATE TABLE IF NOT EXISTS events (
 ACTIVE_APP_STATES = ("submitted", "running")
 #: Trial states of trials not over yet (parked: paused at a successive-halving rung).
 LIVE_TRIAL_STATES = ("waiting", "running", "parked")
+#: A trial stopped by successive halving (it lost at a rung): the store's state.
+STOPPED_EARLY = "stopped-early"
+#: Trial states after which a trial needs no more GPUs (the store's vocabulary).
+ENDED = ("finished", STOPPED_EARLY, "failed", "cancelled")
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
-from themis.runtime.appfile import AppFile
-from themis.runtime.store import trial_id_of
+from themis.runtime.state.appfile import AppFile
+from themis.runtime.state.store import trial_id_of
 
 
 def app_profile(app: AppFile) -> ModelProfile:
