@@ -55,6 +55,19 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
              "b/y.py": "from ..a import _inner\n"},
             "pkg/b/y.py:1: pkg.b.y imports pkg.a._inner, a private module of another package",
         ),
+        # a low room importing a higher one of a package that declares its rooms
+        (
+            {"r/__init__.py": '__rooms__ = ("low", "high")\n', "r/low/__init__.py": "",
+             "r/low/x.py": "def f():\n    from pkg.r.high import y\n",
+             "r/high/__init__.py": "", "r/high/y.py": "import pkg.r.low.x\n"},
+            "pkg/r/low/x.py:2: pkg.r.low.x imports pkg.r.high.y, a room above it (low < high)",
+        ),
+        # a room importing the composition root (a module directly in the package)
+        (
+            {"r/__init__.py": '__rooms__ = ("low", "high")\n', "r/root.py": "",
+             "r/high/__init__.py": "", "r/high/y.py": "from pkg.r import root\n"},
+            "pkg/r/high/y.py:1: pkg.r.high.y imports pkg.r.root, the composition root",
+        ),
     ],
 )  # fmt: skip
 def test_each_forbidden_import_is_named(

@@ -12,7 +12,11 @@ still a dependency) and fails, naming file and line, on:
   (``errors.py``) or an entry point (a ``__main__`` module, which nothing imports) is its
   own node;
 - an import of another package's private module (a name starting with ``_``), which is
-  that package's business alone.
+  that package's business alone;
+- an import against the order of a package's rooms: a package that declares
+  ``__rooms__ = ("low", ..., "high")`` in its ``__init__.py`` lets a module of one room
+  import only its own room and the rooms before it, and no room import a module that lies
+  directly in the package (its composition root, which imports the rooms).
 
 Exit 0 and a one-line summary when the tree keeps all three (``--graph`` also prints each
 package's dependencies, lowest first); exit 1 with every finding otherwise. The test suite
@@ -94,6 +98,49 @@ def imports(known: Mapping[str, Path]) -> list[Import]:
     return found
 
 
+def declared_rooms(known: Mapping[str, Path]) -> dict[str, tuple[str, ...]]:
+    """Each package's ``__rooms__`` (lowest first), read from its ``__init__.py``."""
+    found: dict[str, tuple[str, ...]] = {}
+    for module, path in known.items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8"), str(path)).body:
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__rooms__" for t in node.targets)
+                and isinstance(node.value, (ast.Tuple, ast.List))
+            ):
+                found[module] = tuple(ast.literal_eval(node.value))
+    return found
+
+
+def room_order_findings(edges: Iterable[Import], rooms: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Imports against a package's declared room order (``__rooms__``)."""
+
+    def room(module: str, package: str) -> str | None:
+        """The room of ``module`` in ``package``; "" for the package's own modules (its
+        composition root and ``__init__``); None outside the package."""
+        if not module.startswith(package + "."):
+            return None if module != package else ""
+        first = module[len(package) + 1 :].split(".")[0]
+        return first if first in rooms[package] else ""
+
+    problems = []
+    for edge in edges:
+        for package, order in rooms.items():
+            here, there = room(edge.source, package), room(edge.target, package)
+            if not here or there is None or here == there:
+                continue
+            if there == "" and edge.target != package:
+                why = "the composition root, which no room imports"
+            elif there and order.index(there) > order.index(here):
+                why = "a room above it (" + " < ".join(order) + ")"
+            else:
+                continue
+            problems.append(f"{edge.path}:{edge.line}: {edge.source} imports {edge.target}, {why}")
+    return problems
+
+
 def package_of(module: str) -> str:
     """The room a module belongs to: the root's direct subpackage, or itself when it lies
     directly in the root. A ``__main__`` module is a room of its own: an entry point
@@ -166,6 +213,7 @@ def findings(root: Path) -> tuple[list[str], dict[str, set[str]]]:
             private = [p for p in edge.target.split(".") if p.startswith("_")]
             if any(not p.startswith("__") for p in private):
                 problems.append(f"{where(edge)}, a private module of another package")
+    problems += room_order_findings(edges, declared_rooms(known))
     for component in cycles(module_graph):
         members = set(component)
         inside = [e for e in edges if e.source in members and e.target in members]
@@ -235,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     count = len(modules(args.root))
     print(
         f"import scan: {count} modules in {len(graph)} packages; no cycle, "
-        "no private module imported across packages"
+        "no private module imported across packages, rooms in order"
     )
     return 0
 

@@ -17,3 +17,7 @@ order), and one composition root above them:
 Ray is imported by ``workers`` only and FastAPI/uvicorn by ``api`` only; the CLI imports
 them inside ``themis serve``.
 """
+
+#: The rooms, lowest first: each imports only itself and the rooms before it
+#: (``tools/import_scan.py`` enforces it).
+__rooms__ = ("state", "workers", "loop", "api")
