@@ -11,7 +11,6 @@ and a client machine needs no runtime extra.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -204,7 +203,7 @@ def serve(
             f"the runtime needs {exc.name}: pip install 'themis-scheduler[runtime]'",
             field="serve",
         ) from None
-    from themis.runtime.loop.service import ServiceOptions
+    from themis.runtime.loop.options import ServiceOptions
 
     options = ServiceOptions(
         policy=policy,
@@ -222,161 +221,22 @@ def serve(
             "the network in clear (see docs/runtime.md, TLS)",
             err=True,
         )
-    _serve(
-        Path(state_dir),
-        options,
-        address,
-        (gpus, machines, racks, host),
-        storage,
-        exit_when_done,
-        (api_host, port),
-        init,
-        url_file,
-        (tls_cert, tls_key),
+    from themis.runtime.root import LocalCluster, ServeConfig
+    from themis.runtime.root import serve as serve_runtime
+
+    config = ServeConfig(
+        state_dir=Path(state_dir),
+        options=options,
+        address=address,
+        local=LocalCluster(gpus, machines, racks, host),
+        storage=None if storage is None else Path(storage),
+        exit_when_done=exit_when_done,
+        listen=(api_host, port),
+        init=init,
+        url_file=url_file,
+        tls=(tls_cert, tls_key),
     )
-
-
-def _serve(
-    state_dir: Path,
-    options: Any,
-    address: str | None,
-    local_shape: tuple[int, int, int, str],
-    storage: str | None,
-    exit_when_done: bool,
-    listen: tuple[str, int],
-    init: bool,
-    url_file: str | None,
-    tls: tuple[str | None, str | None],
-) -> None:
-    from themis.runtime.state.store import DB_NAME, Store
-
-    if not init and not (state_dir / DB_NAME).exists():
-        Store(state_dir)  # refused with its one line; nothing is created
-    from themis.runtime.state.lock import StateLock
-
-    lock = StateLock(state_dir)
-    try:
-        store = Store(state_dir, init=init)
-    except BaseException:
-        lock.release()
-        raise
-    try:
-        _serve_locked(
-            state_dir,
-            store,
-            options,
-            address,
-            local_shape,
-            storage,
-            exit_when_done,
-            listen,
-            url_file,
-            tls,
-        )
-    finally:
-        store.close()
-        lock.release()
-
-
-def _serve_locked(
-    state_dir: Path,
-    store: Any,
-    options: Any,
-    address: str | None,
-    local_shape: tuple[int, int, int, str],
-    storage: str | None,
-    exit_when_done: bool,
-    listen: tuple[str, int],
-    url_file: str | None,
-    tls: tuple[str | None, str | None],
-) -> None:
-    from themis.runtime.api import server as api_server
-    from themis.runtime.api.auth import ADMIN_TOKEN_FILE, SUBMIT_TOKEN_FILE, OperatorTokens
-    from themis.runtime.api.routes import ApiContext, make_api
-    from themis.runtime.loop.commands import CommandQueue
-    from themis.runtime.loop.metrics import ArbiterMetrics
-    from themis.runtime.loop.service import ArbiterService
-    from themis.runtime.workers import ray_cluster, reaper
-
-    tokens = OperatorTokens.load_or_create(state_dir)
-    listening = api_server.ApiServer.bind(*listen)  # a port in use: refused before Ray
-    api_server.forget_private_env()
-    from themis.runtime.workers.ray_driver import RayDriver
-
-    gpus, machines, racks, ray_host = local_shape
-    local = None
-    watchdog = None
-    if address is None:
-        # serve itself is never a Ray driver: the driver runs in a child process that
-        # may die with Ray while serve goes on (ray_driver.py, docs/runtime.md).
-        local = ray_cluster.start_local(gpus, machines, racks, ray_host, connect=False)
-        # Ends this run's Ray processes and removes its temp dir if serve dies unstopped
-        # (kill -9 included): they lingered for minutes, the directory for ever.
-        watchdog = reaper.start(local.temp_root)  # held (its pipe open) until serve ends
-        address = local.address
-        where = f"local Ray cluster {local.address} ({machines} machines, {gpus} GPUs)"
-    else:
-        where = f"Ray cluster {address}"
-    try:
-        driver = RayDriver(address, options.grace)
-        driver.wait_connected(timeout=180)
-    except BaseException:
-        listening.close()
-        if local is not None:
-            local.shutdown()
-        raise
-
-    stopping = {"flag": False}
-
-    def stop(signum: int, frame: Any) -> None:
-        stopping["flag"] = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    api = None
-    try:
-        metrics = ArbiterMetrics()
-        commands = CommandQueue()
-        service = ArbiterService(
-            store,
-            Path(storage or state_dir / "checkpoints").resolve(),
-            options,
-            driver.nodes,
-            launcher=driver,
-            metrics=metrics,
-            commands=commands,
-        )
-        context = ApiContext(
-            state_dir, tokens, commands, service.snapshot, metrics, service.cluster_view
-        )
-        api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
-        api_server.write_url(state_dir, api.url, url_file)
-        cluster = service.cluster
-        click.echo(
-            f"themis serve: {where}; "
-            f"{cluster.describe() if cluster else 'no GPUs yet'}; state in {state_dir}",
-            err=True,
-        )
-        click.echo(
-            f"themis serve: listening on {api.url} (tokens: {state_dir / ADMIN_TOKEN_FILE}, "
-            f"{state_dir / SUBMIT_TOKEN_FILE})",
-            err=True,
-        )
-        click.echo(
-            f"themis serve: dashboard at {api.url}/dashboard (it asks for a token)", err=True
-        )
-        try:
-            service.run(lambda: stopping["flag"], exit_when_done=exit_when_done)
-        finally:
-            service.shutdown()
-    finally:
-        if api is not None:
-            api.stop()
-        driver.close()
-        if local is not None:
-            local.shutdown()
-        if watchdog is not None and watchdog.stdin is not None:
-            watchdog.stdin.close()  # stopped cleanly: it finds nothing left, and exits
+    serve_runtime(config, say=lambda line: click.echo(line, err=True))
 
 
 @click.command(short_help="Submit an app (app.yaml).")
