@@ -327,7 +327,7 @@ def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
 ) -> None:
     service, store, _ = service_for(tmp_path, {})
     calls = {"n": 0}
-    real_round = service._round
+    real_round = service.rounds.run
 
     def flaky(now: float) -> None:
         calls["n"] += 1
@@ -335,7 +335,7 @@ def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
             raise RuntimeError("policy bug")
         real_round(now)
 
-    monkeypatch.setattr(service, "_round", flaky)
+    monkeypatch.setattr(service.rounds, "run", flaky)
     command, _ = submit_command(load_app_file(app_yaml(tmp_path, "a", steps=20)), "a.yaml")
     service.commands.put(command)
     ticks = iter(range(40))

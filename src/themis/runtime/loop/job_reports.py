@@ -7,13 +7,20 @@ its GPUs and a round follows; a job past its grace is killed."""
 
 from __future__ import annotations
 
-import hmac
 import math
+from collections.abc import Callable
 
 from themis.runtime.loop import rungs
+from themis.runtime.loop.credentials import JobCredentials
+from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.halving import ENDED
-from themis.runtime.loop.live import LiveApp
-from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.loop.halving_control import HalvingControl
+from themis.runtime.loop.job_control import JobControl, Key
+from themis.runtime.loop.lease_book import LeaseClock
+from themis.runtime.loop.live import AppBook, LiveApp
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.trials import Trials
+from themis.runtime.state.store import Store
 from themis.runtime.workers.jobs import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 
@@ -22,19 +29,42 @@ MAX_LOG_LINE = 4000
 MAX_LOG_LINES = 50
 
 
-class ReportHandling(ServiceBase):
-    """Reports and ends of jobs (mixin of ``ArbiterService``)."""
+class ReportHandling:
+    """Reports and ends of jobs."""
+
+    def __init__(
+        self,
+        store: Store,
+        book: AppBook,
+        jobs: JobControl,
+        clocks: dict[Key, LeaseClock],
+        current: CurrentInventory,
+        trials: Trials,
+        halving: HalvingControl,
+        credentials: JobCredentials,
+        metrics: ArbiterMetrics,
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.book = book
+        self.jobs = jobs
+        self.clocks = clocks
+        self.current = current
+        self.trials = trials
+        self.halving = halving
+        self.credentials = credentials
+        self.metrics = metrics
+        self.now = clock
 
     def accept_report(self, job: RunningJob, report: Progress | Outcome) -> bool:
         """A report counts only if it carries its app's job credential and names the
         trial the job was started for: an app reports (and so bids, through its
         progress) only for itself."""
-        live = self.apps.get(report.app_id)
+        live = self.book.apps.get(report.app_id)
         ok = (
             live is not None
             and (report.app_id, report.trial_id) == job.key
-            and report.app_id in self._job_tokens
-            and hmac.compare_digest(report.token, self._job_tokens[report.app_id])
+            and self.credentials.accepts(report.app_id, report.token)
         )
         if not ok:
             self.store.log(
@@ -55,15 +85,16 @@ class ReportHandling(ServiceBase):
             return False
         return True
 
-    def _collect(self, now: float) -> bool:
+    def collect(self, now: float) -> bool:
+        """Take in every job's progress and every job end; True if a round is due."""
         changed = False
         jobs = self.jobs.jobs()
         launcher = self.jobs.launcher
         for job, progress in launcher.collect_polls(jobs):
-            if job.app_id in self.apps and self.accept_report(job, progress):
+            if job.app_id in self.book.apps and self.accept_report(job, progress):
                 changed = self._on_progress(job, progress, now) or changed
         for job, outcome, why in launcher.collect_ends(jobs):
-            if job.app_id not in self.apps:
+            if job.app_id not in self.book.apps:
                 self.jobs.forget(job)
                 continue
             if outcome is not None:
@@ -76,7 +107,7 @@ class ReportHandling(ServiceBase):
         return changed
 
     def _on_progress(self, rj: RunningJob, p: Progress, now: float) -> bool:
-        live = self.apps.get(rj.app_id)
+        live = self.book.apps.get(rj.app_id)
         if live is None:
             return False
         rj.steps = max(rj.steps, p.steps)
@@ -88,12 +119,13 @@ class ReportHandling(ServiceBase):
             clock = self.clocks.get(rj.key)
             if clock is not None and job.gpus:
                 job.until = clock.start(now)
-                slots = [self.inventory.slots[g] for g in job.gpus]
+                slots = [self.current.inventory.slots[g] for g in job.gpus]
                 self.store.set_lease(rj.app_id, rj.trial_id, slots, now, job.until)
                 until = "open" if job.until is None else f"{job.until:.1f}"
                 self.store.log(now, rj.app_id, rj.trial_id, f"started: lease until {until}")
-        if current and job.gpus and self.cluster is not None:
-            best = self.cluster.span(job.gpus) <= self.cluster.best_span(job.gang)
+        cluster = self.current.cluster
+        if current and job.gpus and cluster is not None:
+            best = cluster.span(job.gpus) <= cluster.best_span(job.gang)
             job.advance(now, best)
             job.done = float(min(job.spec.work, p.steps))
         for k, line in enumerate(p.logs):
@@ -124,7 +156,7 @@ class ReportHandling(ServiceBase):
     def _on_end(self, rj: RunningJob, outcome: Outcome | None, why: str | None, now: float) -> bool:
         """A job has ended: its GPUs are free now (a round follows to hand them out)."""
         self.jobs.forget(rj)
-        live = self.apps.get(rj.app_id)
+        live = self.book.apps.get(rj.app_id)
         if live is None:
             return True
         if outcome is not None:
@@ -135,25 +167,26 @@ class ReportHandling(ServiceBase):
             return True
         if outcome is not None and outcome.status == "done":
             if live.spec.halving is not None and outcome.steps < live.spec.steps:
-                self._park(live, job, outcome.steps, now)
+                self.halving.park(live, job, outcome.steps, now)
             else:
-                self._finish_trial(live, job, now, "finished", f"done after {outcome.steps} steps")
+                self.trials.finish(live, job, now, "finished", f"done after {outcome.steps} steps")
             return True
         if outcome is not None and outcome.status == "error":
             live.first_error = live.first_error or outcome.error
-            self._finish_trial(live, job, now, "failed", f"failed: {outcome.error}")
+            self.trials.finish(live, job, now, "failed", f"failed: {outcome.error}")
             return True
         if rj.stop_sent is None:
             # Lost while it held its lease: killed, or its node died. It waits for GPUs
             # again and resumes from its last checkpoint.
             if job.gpus:
-                self._stop_job(job, now, "waiting", f"job lost ({why})")
+                self.trials.stop_job(job, now, "waiting", f"job lost ({why})")
             return True
         if outcome is None:
             self.store.log(now, rj.app_id, rj.trial_id, f"stopped without a reply ({why})")
         return True
 
-    def _enforce_grace(self) -> None:
+    def enforce_grace(self) -> None:
+        """Kill the jobs that ignored their lease end past the grace period."""
         for rj in self.jobs.overdue():
             self.metrics.killed.inc()
             self.store.log(

@@ -10,17 +10,44 @@ from __future__ import annotations
 import logging
 
 from themis.errors import ThemisError
-from themis.runtime.loop.commands import Command
+from themis.runtime.loop.admission import Admission
+from themis.runtime.loop.commands import Command, CommandQueue
+from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.halving import ENDED
-from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.loop.job_control import JobControl
+from themis.runtime.loop.live import AppBook
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.trials import Trials
+from themis.runtime.state.store import Store
 
 log = logging.getLogger("themis.runtime")
 
 
-class RequestHandling(ServiceBase):
-    """Commands from the API, answered once (mixin of ``ArbiterService``)."""
+class RequestHandling:
+    """Commands from the API, answered once."""
 
-    def _handle_commands(self, now: float) -> bool:
+    def __init__(
+        self,
+        commands: CommandQueue,
+        store: Store,
+        book: AppBook,
+        jobs: JobControl,
+        admission: Admission,
+        trials: Trials,
+        current: CurrentInventory,
+        metrics: ArbiterMetrics,
+    ) -> None:
+        self.commands = commands
+        self.store = store
+        self.book = book
+        self.jobs = jobs
+        self.admission = admission
+        self.trials = trials
+        self.current = current
+        self.metrics = metrics
+
+    def handle(self, now: float) -> bool:
+        """Answer every queued command; True if one changed what a round would decide."""
         changed = False
         for command in self.commands.drain():
             try:
@@ -54,18 +81,18 @@ class RequestHandling(ServiceBase):
             return True
         if command.kind == "release":
             trial_id = str(command.payload.get("trial", ""))
-            live = self.apps.get(command.app_id)
+            live = self.book.apps.get(command.app_id)
             if live is None or (command.app_id, trial_id) not in self.jobs.running:
                 command.answer(f"{trial_id} holds no GPUs")
                 return False
-            self._stop_job(live.job(trial_id), now, "waiting", "lease released by the app")
+            self.trials.stop_job(live.job(trial_id), now, "waiting", "lease released by the app")
             command.answer(f"released the lease of {trial_id}")
             return True
         raise ThemisError(f"unknown request '{command.kind}'")
 
     def _submit(self, command: Command, now: float) -> bool:
         app = command.payload["app"]
-        cluster = self.cluster
+        cluster = self.current.cluster
         if cluster is not None and app.gpus_per_trial > cluster.size:
             raise ThemisError(
                 f"a trial needs {app.gpus_per_trial} GPUs and the cluster has "
@@ -74,17 +101,17 @@ class RequestHandling(ServiceBase):
                 field="gpus_per_trial",
             )
         self.store.add_app(app, command.payload["token_hash"], command.payload["source"])
-        self.submitted.append(app.name)
+        self.admission.submitted.append(app.name)
         where = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
         self.store.log(now, app.name, None, f"submitted: {app.trials} trials; {where}")
         command.answer({"app_id": app.name, "trials": app.trials})
         return True
 
     def _cancel(self, app_id: str, now: float) -> None:
-        live = self.apps.get(app_id)
+        live = self.book.apps.get(app_id)
         if live is None:  # submitted, not admitted yet
-            if app_id in self.submitted:
-                self.submitted.remove(app_id)
+            if app_id in self.admission.submitted:
+                self.admission.submitted.remove(app_id)
             for trial in self.store.trials(app_id):
                 self.store.update_trial(app_id, trial.trial_id, state="cancelled")
             self.store.update_app(app_id, state="cancelled", finish=now, reason="cancelled")
@@ -94,8 +121,8 @@ class RequestHandling(ServiceBase):
             if live.trial_state.get(job.job_id) in ENDED:
                 continue
             if job.gpus:
-                self._stop_job(job, now, "cancelled", "app cancelled")
+                self.trials.stop_job(job, now, "cancelled", "app cancelled")
             self.jobs.pending.pop((app_id, job.job_id), None)
-            self._set_trial_state(live, job.job_id, "cancelled")
+            self.trials.set_trial_state(live, job.job_id, "cancelled")
             job.finish(now)
-        self._app_done(live, now, "cancelled")
+        self.trials.app_done(live, now, "cancelled")

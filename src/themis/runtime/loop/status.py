@@ -8,40 +8,88 @@ from typing import Any
 
 from themis.agent.agent import Agent
 from themis.fairness.ftf import RHO_MAX
+from themis.runtime.loop.admission import Admission
+from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.halving import ENDED
-from themis.runtime.loop.live import LiveApp
-from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.loop.history import RhoHistory
+from themis.runtime.loop.inventory_tracking import InventoryTracking
+from themis.runtime.loop.job_control import JobControl
+from themis.runtime.loop.live import AppBook, LiveApp
+from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.options import ServiceOptions
+from themis.runtime.loop.rounds import Rounds
+from themis.runtime.state.store import Store
 
 
-class StatusReporting(ServiceBase):
-    """Status rows, metrics and liveness (mixin of ``ArbiterService``)."""
+class StatusReporting:
+    """Status rows, metrics and liveness."""
 
-    def _write_status(self, now: float) -> None:
-        self._last_status = time.time()
-        cluster = self.cluster
-        self.metrics.queue.set(len(self.submitted))
-        for app_id in self.submitted:
+    def __init__(
+        self,
+        store: Store,
+        book: AppBook,
+        jobs: JobControl,
+        admission: Admission,
+        rounds: Rounds,
+        tracking: InventoryTracking,
+        current: CurrentInventory,
+        metrics: ArbiterMetrics,
+        rho_history: RhoHistory,
+        options: ServiceOptions,
+        epoch: float,
+    ) -> None:
+        self.store = store
+        self.book = book
+        self.jobs = jobs
+        self.admission = admission
+        self.rounds = rounds
+        self.tracking = tracking
+        self.current = current
+        self.metrics = metrics
+        self.rho_history = rho_history
+        self.options = options
+        self.epoch = epoch
+        self.started_wall = time.time()
+        self.heartbeat = time.time()
+        self._last_written = 0.0
+
+    def beat(self) -> None:
+        """The loop is alive now (``status`` and ``/metrics`` show its age)."""
+        self.heartbeat = time.time()
+        self.metrics.heartbeat.set(self.heartbeat)
+
+    def write_if_due(self, now: float) -> None:
+        if time.time() - self._last_written >= self.options.status_every:
+            self.write(now)
+
+    def write(self, now: float) -> None:
+        """Each app's rho, GPUs and why it waits, into the store and the metrics."""
+        self._last_written = time.time()
+        cluster = self.current.cluster
+        submitted = self.admission.submitted
+        self.metrics.queue.set(len(submitted))
+        for app_id in submitted:
             note = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
             self.store.update_app(app_id, note=note)
         if cluster is None:
-            if self.ray_error is not None:
-                since = time.strftime("%H:%M:%S", time.localtime(self.ray_down_since))
+            if self.tracking.ray_error is not None:
+                since = time.strftime("%H:%M:%S", time.localtime(self.tracking.ray_down_since))
                 note = f"Ray unreachable since {since}: waiting for Ray (leases lost)"
             else:
                 note = "waiting for the cluster's first GPU"
-            for app in self.active:
+            for app in self.book.active:
                 self.store.update_app(app.app_id, gpus=0, note=note)
                 self.metrics.gpus.labels(app.app_id).set(0)
             return
-        self._now = now
         waiting = 0
         wall = time.time()
         reserved = self.jobs.reserved()
-        free = len(cluster.gpus) - len({g for a in self.active for g in a.held()} | reserved)
-        for app in self.active:
+        active = self.book.active
+        free = len(cluster.gpus) - len({g for a in active for g in a.held()} | reserved)
+        for app in active:
             held = app.held()
-            rho = Agent(app, cluster).rho_with(now, self._n_avg(app), held)
-            live = self.apps[app.app_id]
+            rho = Agent(app, cluster).rho_with(now, self.book.n_avg(app, now), held)
+            live = self.book.apps[app.app_id]
             idle = [j for j in app.jobs if not j.gpus and j.finished_at is None]
             waiting += len(idle)
             self.store.update_app(
@@ -66,15 +114,16 @@ class StatusReporting(ServiceBase):
 
     def snapshot(self) -> dict[str, Any]:
         """The loop's liveness, for ``status`` (read from the API thread)."""
-        cluster = self.cluster
+        inventory = self.current.inventory  # replaced whole by the loop, never in place
+        cluster = inventory.cluster
         return {
             "heartbeat": self.heartbeat,
             "started": self.started_wall,
-            "rounds": self.rounds,
+            "rounds": self.rounds.count,
             "gpus": 0 if cluster is None else cluster.size,
-            "machines": len(self.inventory.nodes),
-            "ray_error": self.ray_error,
-            "ray_down_since": self.ray_down_since,
+            "machines": len(inventory.nodes),
+            "ray_error": self.tracking.ray_error,
+            "ray_down_since": self.tracking.ray_down_since,
             "tick": self.options.tick,
         }
 
@@ -84,7 +133,7 @@ class StatusReporting(ServiceBase):
         them (draining: ``[node id, slot, app, trial]``), each app's rho over time, and
         the epoch the store's times count from. Leases, trials and events come from the
         store."""
-        inventory = self.inventory  # replaced whole by the loop, never changed in place
+        inventory = self.current.inventory  # replaced whole by the loop, never in place
         draining = []
         for (app_id, trial_id), job in list(self.jobs.draining.items()):
             for g in job.gpus:
