@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress, TrialSpec
 
 

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
-from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.launcher import JobLauncher, RunningJob
 from themis.runtime.workers.lease import TrialSpec
 
 Key = tuple[str, str]  # (app id, trial id)
 
 
 class JobControl:
-    def __init__(self, launcher: Any) -> None:
+    def __init__(self, launcher: JobLauncher) -> None:
         self.launcher = launcher
         self.running: dict[Key, RunningJob] = {}
         self.draining: dict[Key, RunningJob] = {}

@@ -21,7 +21,7 @@ from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.trials import Trials
 from themis.runtime.state.store import Store
-from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 
 #: What one poll may add to the event log: longer lines and further lines are cut.

@@ -56,7 +56,7 @@ from themis.runtime.loop.rounds import Rounds
 from themis.runtime.loop.status import StatusReporting
 from themis.runtime.loop.trials import Trials
 from themis.runtime.state.store import StateLost, Store
-from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.launcher import JobLauncher, RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 from themis.runtime.workers.ray_inventory import read_inventory
 
@@ -77,7 +77,7 @@ class ArbiterService:
         storage: Path,
         options: ServiceOptions,
         nodes: Callable[[], list[dict[str, Any]]],
-        launcher: Any = None,
+        launcher: JobLauncher | None = None,
         metrics: ArbiterMetrics | None = None,
         commands: CommandQueue | None = None,
     ) -> None:

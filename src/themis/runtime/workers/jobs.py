@@ -29,12 +29,12 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import LeaseControl, Outcome, Progress, TrialSpec, run_trial
 
 
@@ -82,33 +82,9 @@ def node_peers(members: list[tuple[str, int, int, int]], rank: int) -> list[int]
     return sorted((j for j, m in enumerate(members) if m[0] == node), key=lambda j: members[j][2])
 
 
-@dataclass
-class RunningJob:
-    """One lease of one trial in Ray, as the arbiter tracks it."""
-
-    app_id: str
-    trial_id: str
-    spec: TrialSpec
-    actors: list[Any]
-    run_ref: Any
-    started_wall: float
-    poll_ref: Any = None
-    stop_sent: float | None = None  # wall clock of the stop request
-    kill_at: float | None = None
-    checkpoint_step: int = 0
-    steps: int = 0
-    killed: bool = False
-    gpus: tuple[int, ...] = ()  # the scheduler's GPU ids it holds until it has ended
-    started: bool = False  # its training function has been seen running
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.app_id, self.trial_id)
-
-
 class Launcher:
-    """Starts, polls, stops and kills job actors."""
+    """Starts, polls, stops and kills job actors (a :class:`JobLauncher` on Ray, in the
+    driver's process)."""
 
     def __init__(self, grace: float) -> None:
         self.grace = grace

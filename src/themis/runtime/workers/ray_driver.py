@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from themis.errors import ThemisError
-from themis.runtime.workers.jobs import RunningJob
+from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress, TrialSpec
 
 
