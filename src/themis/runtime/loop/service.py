@@ -127,6 +127,9 @@ class ArbiterService(
         self._last_inventory = time.time()
         self._last_status = 0.0
         self._round_due = True  # a restarted arbiter hands out GPUs at once
+        # App logs are queued and written off the loop, within per-app limits: the tick
+        # never waits on what tenants write (state/log_writer.py).
+        store.start_log_writer(options.log_limits, self.metrics.log_limited_count)
         self._record_cluster()
         self._record_options()
         self._recover()
@@ -325,6 +328,8 @@ class ArbiterService(
         message = f"{state} after {now - app.arrival:.1f}s, rho {rho:.3f}: {reason}"
         self.store.log(now, app.app_id, None, message)
         self.metrics.forget_app(app.app_id)
+        if self.store.logs is not None:
+            self.store.logs.forget(app.app_id)
 
     # -- rounds ---------------------------------------------------------------------------
 
