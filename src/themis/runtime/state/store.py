@@ -235,9 +235,9 @@ class Store:
             version = self.meta("schema_version")
         except (sqlite3.DatabaseError, StateDamaged) as exc:
             self.db.close()
-            problem = exc.problem if isinstance(exc, StateDamaged) else str(exc)
+            what = exc.problem if isinstance(exc, StateDamaged) else str(exc)
             raise ThemisError(
-                f"not a readable themis database ({problem}); 'themis serve --init' moves it "
+                f"not a readable themis database ({what}); 'themis serve --init' moves it "
                 "aside and starts a new one",
                 source=where,
             ) from None
