@@ -13,6 +13,7 @@ from themis.errors import ThemisError
 from themis.runtime.loop.commands import Command
 from themis.runtime.loop.halving import ENDED
 from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.state.store import NameTaken, StateLost
 
 log = logging.getLogger("themis.runtime")
 
@@ -25,6 +26,8 @@ class RequestHandling(ServiceBase):
         for command in self.commands.drain():
             try:
                 changed = self._answer(command, now) or changed
+            except (NameTaken, StateLost) as exc:  # the API's 409 and 503
+                command.refuse(exc.format(), type(exc))
             except ThemisError as exc:
                 command.refuse(exc.format())
             except Exception as exc:  # noqa: BLE001 (one request never stops the loop)

@@ -166,11 +166,14 @@ class LogWriter:
                 if budget.lines < 1:  # the rest is over budget: counted, not looked at
                     budget.dropped += len(lines) - k
                     break
-                text = self._cut(app_id, line)
+                cut = len(line) > limits.max_line
+                text = line[: limits.max_line] + CUT_MARK if cut else line
                 size = len(text.encode("utf-8", "replace"))
                 if budget.bytes >= size:
                     budget.lines -= 1
                     budget.bytes -= size
+                    if cut:
+                        self._count(app_id, CUT, 1)
                     self._put(_Row(now, t, app_id, trial_id, text), limit=1)
                 else:
                     budget.dropped += 1

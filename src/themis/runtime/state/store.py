@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import stat
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from themis.runtime.state import health as state_health
 from themis.runtime.state.appfile import AppFile
 from themis.runtime.state.health import StateDamaged, StateLost
 
-__all__ = ["StateDamaged", "StateLost", "Store"]
+__all__ = ["NameTaken", "StateDamaged", "StateLost", "Store", "name_key"]
 
 DB_NAME = "themis.db"
 #: The layout this code reads and writes. 1 was the unversioned layout of 0.1 (its CLI
@@ -162,6 +163,18 @@ class EventRow:
     app_id: str
     trial_id: str | None
     message: str
+
+
+class NameTaken(ThemisError):
+    """An app of that name exists, ignoring case and Unicode form (the API's 409)."""
+
+
+def name_key(name: str) -> str:
+    """What two app names must differ in: ``waiter``, ``Waiter`` and ``WAITER`` (and the
+    compatibility forms of one name, such as a fullwidth ``Ｗaiter``) are one app, since
+    their storage folders collide on case-insensitive file systems. Apps of an older
+    state that differ only so are kept as they are; a new one is refused."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
 def trial_id_of(index: int) -> str:
@@ -380,11 +393,17 @@ class Store:
 
     def add_app(self, app: AppFile, token_hash: str, source: str) -> None:
         """Insert a submitted app and its trials; a name in use is refused."""
+        key = name_key(app.name)
         with self.tx() as db:
-            if db.execute("SELECT 1 FROM apps WHERE app_id = ?", (app.name,)).fetchone():
-                raise ThemisError(
-                    f"an app named '{app.name}' was already submitted", source=source, field="name"
-                )
+            for (existing,) in db.execute("SELECT app_id FROM apps"):
+                if name_key(existing) == key:
+                    same = "" if existing == app.name else f" (as '{existing}')"
+                    raise NameTaken(
+                        f"an app named '{app.name}' was already submitted{same}; names are "
+                        "unique ignoring case",
+                        source=source,
+                        field="name",
+                    )
             db.execute(
                 "INSERT INTO apps (app_id, token_hash, spec, source, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, 'submitted', ?)",
