@@ -56,7 +56,7 @@ from themis.runtime.api.queries import log_lines, status_rows
 from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
-from themis.runtime.state.health import StateLost, health_of
+from themis.runtime.state.health import StateDamaged, StateLost, health_of
 from themis.runtime.state.store import DB_NAME, NameTaken, Store
 from themis.runtime.state.tokens import token_hash
 
@@ -149,7 +149,11 @@ def make_api(ctx: ApiContext) -> FastAPI:
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
         if isinstance(exc, StateLost):  # damaged under us: the loop stops at its next tick
             ctx.metrics.state_faults.inc()
-            return JSONResponse({"detail": _one_line(exc.format())}, status_code=503)
+            # Said without the server's paths, and without advice meant for its operator.
+            detail = exc.message
+            if isinstance(exc, StateDamaged):
+                detail = f"the state database is damaged ({exc.problem}); the arbiter stops"
+            return JSONResponse({"detail": _one_line(detail)}, status_code=503)
         status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
         if isinstance(exc, NameTaken):
             status = 409

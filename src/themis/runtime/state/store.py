@@ -249,7 +249,8 @@ class Store:
         except (sqlite3.DatabaseError, StateDamaged) as exc:
             self.db.close()
             what = exc.problem if isinstance(exc, StateDamaged) else str(exc)
-            raise ThemisError(
+            kind = StateDamaged if isinstance(exc, StateDamaged) else ThemisError
+            raise kind(
                 f"not a readable themis database ({what}); 'themis serve --init' moves it "
                 "aside and starts a new one",
                 source=where,
@@ -594,7 +595,7 @@ def _connect(uri: str, health: state_health.Health, where: str) -> sqlite3.Conne
     try:
         return state_health.connect(uri, health, uri=True, timeout=30.0, isolation_level=None)
     except StateDamaged as exc:
-        raise ThemisError(
+        raise StateDamaged(
             f"not a readable themis database ({exc.problem}); 'themis serve --init' moves "
             "it aside and starts a new one",
             source=where,
