@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from tests.runtime.conftest import HERE
-from tests.runtime.test_api import Arbiter, call
 from tests.runtime.fakes import Behaviour
+from tests.runtime.test_api import Arbiter, call
 from themis.runtime.state.store import Store
 
 
