@@ -167,8 +167,8 @@ class ArbiterService(
     # -- start-up -------------------------------------------------------------------------
 
     def _record_options(self) -> None:
-        """Keep the policy and knobs this arbiter runs with (``meta.serve``), so that
-        ``themis replay`` can say what the recorded run was scheduled by."""
+        """Keep the policy and every knob this arbiter runs with (``meta.serve``), so that
+        ``themis replay`` simulates with them (``state/replay.recorded_settings``)."""
         options = self.options
         record = {
             "policy": options.policy,
@@ -177,6 +177,10 @@ class ArbiterService(
             "batch_window": options.batch_window,
             "seed": options.seed,
             "knobs": dict(options.knobs),
+            # Recorded so that a replay can say what it cannot reproduce.
+            "grace": options.grace,
+            "tick": options.tick,
+            "auction_deadline": options.auction_deadline,
         }
         self.store.set_meta(SERVE_META, json.dumps(record, sort_keys=True))
 
