@@ -305,7 +305,7 @@ def test_replay_simulates_with_the_arbiters_own_settings_and_says_what_it_cannot
     result = cli("replay", state, "--out", out, "-q")
     assert result.code == 0, result.err
     summary = json.loads((out / "summary.json").read_text())
-    config = summary["config"] if "config" in summary else summary
+    config = summary.get("config", summary)
     text = json.dumps(config)
     assert '"lease_s": 20.0' in text and '"batch_window_s": 2.0' in text, text
     assert '"fairness_knob": 0.8' in text and '"renewal_share": 0.5' in text, text
