@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -120,5 +121,79 @@ def test_a_log_flood_neither_grows_the_state_nor_stalls_the_loop(cluster, tmp_pa
         try:
             serve.wait(60)
         except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait(10)
+
+
+def damage(db: Path, pages: range) -> None:
+    """Overwrite whole pages of the database (the WAL checkpointed into it first)."""
+    import sqlite3
+
+    side = sqlite3.connect(db, isolation_level=None, timeout=30)
+    try:
+        side.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = side.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        side.close()
+    with open(db, "r+b") as f:
+        for page in pages:
+            f.seek(page * size)
+            f.write(os.urandom(size))
+
+
+def answer(url: str, method: str, path: str, token: str, body: bytes | None = None):
+    """(status, JSON) of one request; (None, None) once nothing listens any more."""
+    request = urllib.request.Request(
+        url + path, data=body, method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())  # every error is JSON, never plain text
+    except (urllib.error.URLError, ConnectionError):
+        return None, None
+
+
+@pytest.mark.timeout(300)
+def test_a_database_damaged_under_a_live_serve_stops_it_with_one_line(
+    cluster, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    path = app_yaml(tmp_path, "steady", trials=2, steps=100000, step_time=0.1)
+    serve, url = start_serve(cluster, state, tmp_path)
+    try:
+        admin = (state / "admin.token").read_text().strip()
+        submitter = (state / "submit.token").read_text().strip()
+        assert themis("submit", path, server=url, token=submitter).returncode == 0
+        deadline = time.monotonic() + 120
+        while json.loads(call(url, "/v1/status", admin))["apps"][0]["leases"] < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        damage(state / "themis.db", range(1, 6))
+        text = app_yaml(tmp_path, "late", trials=1, steps=10).read_text()
+        body = json.dumps({"text": text, "source": "late.yaml", "base_dir": "/"}).encode()
+        seen: list[int | None] = []
+        deadline = time.monotonic() + 60
+        while serve.poll() is None:
+            assert time.monotonic() < deadline, f"serve still up; answers {seen}"
+            status, data = answer(url, "GET", "/v1/status", admin)
+            seen.append(status)
+            assert status in (200, 503, None), (status, data)
+            if status == 503:
+                assert "the state database is damaged" in data["detail"]
+                assert "\n" not in data["detail"]
+                health, _ = answer(url, "GET", "/healthz", admin)
+                assert health in (503, None)
+                accepted, _ = answer(url, "POST", "/v1/apps", submitter, body)
+                assert accepted != 201  # nothing more is written into the damaged file
+            time.sleep(0.2)
+        assert serve.returncode != 0
+        lines = [x for x in (tmp_path / "serve.log").read_text().splitlines() if x.strip()]
+        assert "the state database is damaged" in lines[-1], lines[-5:]
+        assert "Traceback" not in (tmp_path / "serve.log").read_text()
+    finally:
+        if serve.poll() is None:
             serve.kill()
             serve.wait(10)
