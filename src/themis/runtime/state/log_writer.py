@@ -162,6 +162,7 @@ class LogWriter:
         with self._cond:
             budget = self._budget(app_id, now)
             budget.last_t = t
+            dropped_before = budget.dropped
             for k, line in enumerate(lines):
                 if budget.lines < 1:  # the rest is over budget: counted, not looked at
                     budget.dropped += len(lines) - k
@@ -177,8 +178,8 @@ class LogWriter:
                     self._put(_Row(now, t, app_id, trial_id, text), limit=1)
                 else:
                     budget.dropped += 1
+            self._count(app_id, RATE, budget.dropped - dropped_before)  # counted at once
             if budget.dropped and now - budget.noted_at >= 1.0:
-                self._count(app_id, RATE, budget.dropped)
                 note = (
                     f"{budget.dropped} lines dropped (rate limit: {limits.lines_per_s:g} "
                     f"lines/s, {limits.bytes_per_s / 1024:g} KiB/s per app)"
@@ -227,7 +228,6 @@ class LogWriter:
         with self._cond:
             budget = self._budgets.pop(app_id, None)
             if budget is not None and budget.dropped:
-                self._count(app_id, RATE, budget.dropped)
                 note = f"{budget.dropped} lines dropped (rate limit)"
                 self._put(_Row(time.time(), budget.last_t, app_id, None, note), limit=2)
 
