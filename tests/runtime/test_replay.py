@@ -286,3 +286,34 @@ def test_the_arbiter_records_its_cluster_and_options_as_they_change(tmp_path: Pa
     service.tick()
     assert service.cluster is None and [m["gpus"] for m in recorded()["machines"]] == [2, 4]
     store.close()
+
+
+def test_replay_simulates_with_the_arbiters_own_settings_and_says_what_it_cannot_know(
+    cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The arbiter ran with a 20 s lease and a 2 s batch window: so does the replay (it
+    used to say so, then simulate with 600 s and 30 s)."""
+    state = build_state(tmp_path)
+    store = Store(state)
+    serve = {"policy": "themis", "lease": 20.0, "fairness_knob": 0.8, "batch_window": 2.0,
+             "seed": 3, "knobs": {"renewal_share": 0.5}, "grace": 10.0, "tick": 0.2,
+             "auction_deadline": 5.0}  # fmt: skip
+    store.set_meta("serve", json.dumps(serve))
+    store.close()
+    out = tmp_path / "r"
+    result = cli("replay", state, "--out", out, "-q")
+    assert result.code == 0, result.err
+    summary = json.loads((out / "summary.json").read_text())
+    config = summary.get("config", summary)
+    text = json.dumps(config)
+    assert '"lease_s": 20.0' in text and '"batch_window_s": 2.0' in text, text
+    assert '"fairness_knob": 0.8' in text and '"renewal_share": 0.5' in text, text
+    assert "simulating with the arbiter's own policy themis, lease 20.0" in result.out
+    assert "batch_window 2.0" in result.out
+    unknown = next(line for line in result.out.splitlines() if "not known" in line)
+    assert "grace 10 s" in unknown and "restart cost" in unknown and "auction deadline" in unknown
+    given = cli("replay", state, "--out", tmp_path / "g", "--lease", "60", "-q")
+    assert given.code == 0, given.err
+    assert "given instead of the arbiter's: lease 60.0 (the arbiter ran 20.0)" in given.out
+    assert '"lease_s": 60.0' in (tmp_path / "g" / "summary.json").read_text()

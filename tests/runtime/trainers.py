@@ -110,3 +110,17 @@ def plant(trial: themis.Trial) -> None:
                     {"format": 1, "step": 10**6, "state": _Planted(trial.config["marker"])}, f
                 )
     paced(trial)
+
+
+def flood(trial: themis.Trial) -> None:
+    """A hostile tenant's log flood: ``lines`` lines of ``width`` characters every step
+    (200 x 4,000 by default), steps of ``step_time`` seconds, until its lease ends."""
+    config = trial.config
+    lines, width = int(config.get("lines", 200)), int(config.get("width", 4000))
+    step_time = float(config.get("step_time", 0.1))
+    state = trial.restore() or {"steps": 0}
+    for step in themis.lease(trial, save=lambda: state):
+        for k in range(lines):
+            trial.log(f"{step:06d}:{k:04d} " + "x" * width)
+        state["steps"] = step + 1
+        time.sleep(step_time)

@@ -114,6 +114,7 @@ def replay(
     from themis.runtime.state.replay import convert, notes, read_state
 
     recorded = read_state(state_dir)
+    policy, own, given, unknown = _arbiter_settings(recorded.serve, policy, options)
     conversion = convert(recorded, unfinished, speed)
     spec = cluster if cluster is not None else _recorded_cluster(recorded.cluster, state_dir)
     out_dir = out if out is not None else Path(defaults.OUT_DIR) / "replay" / policy
@@ -123,6 +124,7 @@ def replay(
     )
     check_policies([policy], "--policy")
     provenance = notes(conversion, recorded, unfinished, speed)
+    provenance["settings"] = {"arbiter's own": own, "given": given, "unknown": unknown}
     from themis.cli.out_dir import claim
     from themis.cli.runs import print_table, request, run
     from themis.reports.files import ensure_dir
@@ -142,6 +144,11 @@ def replay(
         as_json)  # fmt: skip
     if recorded.serve is not None:
         say(_ran_line(recorded.serve), as_json)
+    if own:
+        say(f"replay: simulating with the arbiter's own {', '.join(own)}", as_json)
+    if given:
+        say(f"replay: given instead of the arbiter's: {', '.join(given)}", as_json)
+    say(f"replay: not known or not reproduced: {'; '.join(unknown)}", as_json)
     reproduce = simulate_options(
         options,
         policy=policy,
@@ -164,6 +171,44 @@ def replay(
             f"wrote {export}: re-run with 'themis simulate --trace {export} --cluster {spec}'",
             as_json,
         )
+
+
+def _arbiter_settings(
+    serve: dict[str, Any] | None, policy: str, options: dict[str, Any]
+) -> tuple[str, list[str], list[str], list[str]]:
+    """Replay with the arbiter's own settings (``meta.serve``) wherever the command line
+    or a config file did not set one: the policy and ``options`` updated in place; what
+    came from the arbiter, what was given instead, and what cannot be known."""
+    from click.core import ParameterSource
+
+    from themis.policies import policy_names
+    from themis.runtime.state.replay import recorded_settings
+
+    settings = recorded_settings(serve)
+    ctx = click.get_current_context()
+    own: list[str] = []
+    given: list[str] = []
+
+    def chosen(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+    if settings.policy is not None:
+        if chosen("policy"):
+            if policy != settings.policy:
+                given.append(f"policy {policy} (the arbiter ran {settings.policy})")
+        elif settings.policy in policy_names():
+            policy = settings.policy
+            own.append(f"policy {policy}")
+    for name, value in settings.values.items():
+        if name not in options:
+            continue
+        if chosen(name):
+            if options[name] != value:
+                given.append(f"{name} {options[name]} (the arbiter ran {value})")
+            continue
+        options[name] = value
+        own.append(f"{name} {value}")
+    return policy, own, given, settings.unknown
 
 
 def _recorded_cluster(record: dict[str, Any] | None, state_dir: Path) -> str:

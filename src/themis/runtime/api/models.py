@@ -161,8 +161,10 @@ def errors(*codes: int) -> dict[int | str, dict[str, object]]:
         401: "no token, or an unknown one",
         403: "a token that may not do this",
         404: "no such app",
+        409: "an app of that name exists (names are unique ignoring case and Unicode form)",
         413: "request body too large",
-        503: "the scheduling loop is busy or did not answer in time",
+        503: "the scheduling loop is busy or did not answer in time, or the state database "
+        "is damaged",
     }
     return {code: {"model": Error, "description": what[code]} for code in codes}
 

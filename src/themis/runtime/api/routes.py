@@ -26,7 +26,9 @@ Routes (JSON unless said otherwise):
   from then on.
 
 Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
-403 (a token that may not do this), 404, 413 (too large), 503 (busy or timed out).
+403 (a token that may not do this), 404, 409 (an app of that name exists, ignoring case),
+413 (too large), 503 (busy, timed out, or the state database damaged: then ``/healthz``
+answers 503 too and the loop stops at its next tick).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ from themis.runtime.api.queries import log_lines, status_rows
 from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
-from themis.runtime.state.store import Store
+from themis.runtime.state.health import StateDamaged, StateLost, health_of
+from themis.runtime.state.store import DB_NAME, NameTaken, Store
 from themis.runtime.state.tokens import token_hash
 
 #: Largest request body: an app file JSON-escaped, plus its fields.
@@ -100,6 +103,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
         openapi_url=None,  # served below, to admins only
     )
     local = threading.local()
+    state_health = health_of(ctx.state_dir / DB_NAME)
     rotating = threading.Lock()
     # Declares the bearer scheme in the schema; the token itself is checked by principal().
     bearer = [Security(HTTPBearer(auto_error=False, description="admin, submit or app token"))]
@@ -143,19 +147,32 @@ def make_api(ctx: ApiContext) -> FastAPI:
 
     @app.exception_handler(ThemisError)
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
+        if isinstance(exc, StateLost):  # damaged under us: the loop stops at its next tick
+            ctx.metrics.state_faults.inc()
+            # Said without the server's paths, and without advice meant for its operator.
+            detail = exc.message
+            if isinstance(exc, StateDamaged):
+                detail = f"the state database is damaged ({exc.problem}); the arbiter stops"
+            return JSONResponse({"detail": _one_line(detail)}, status_code=503)
         status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
+        if isinstance(exc, NameTaken):
+            status = 409
         if exc.message.startswith("no app named"):
             status = 404
         return JSONResponse({"detail": _one_line(exc.format())}, status_code=status)
 
-    @app.get("/healthz", response_model=m.Health)
-    def healthz() -> dict[str, Any]:
+    @app.get("/healthz", response_model=m.Health, responses=m.errors(503))
+    def healthz() -> Any:
+        problem = state_health.problem
+        if problem is not None:  # a probe takes the arbiter out of service at once
+            detail = _one_line(f"the state database is damaged ({problem})")
+            return JSONResponse({"ok": False, "detail": detail}, status_code=503)
         return {"ok": True}
 
     @app.get(
         "/v1/status",
         response_model=m.StatusResponse,
-        responses=m.errors(400, 401),
+        responses=m.errors(400, 401, 503),
         dependencies=bearer,
     )
     def status(request: Request) -> dict[str, Any]:
@@ -167,7 +184,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
     @app.get(
         "/v1/cluster",
         response_model=m.ClusterResponse,
-        responses=m.errors(400, 401),
+        responses=m.errors(400, 401, 503),
         dependencies=bearer,
     )
     def cluster(request: Request, response: Response) -> dict[str, Any]:
@@ -195,7 +212,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
         "/v1/apps",
         status_code=201,
         response_model=m.SubmitResponse,
-        responses=m.errors(400, 401, 403, 413, 503),
+        responses=m.errors(400, 401, 403, 409, 413, 503),
         dependencies=bearer,
         openapi_extra=m.body_schema(m.SubmitRequest),
     )
@@ -245,7 +262,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
     @app.get(
         "/v1/apps/{app_id}/logs",
         response_model=m.LogsResponse,
-        responses=m.errors(400, 401, 403, 404),
+        responses=m.errors(400, 401, 403, 404, 503),
         dependencies=bearer,
     )
     def logs(app_id: str, request: Request, after: int = 0) -> dict[str, Any]:

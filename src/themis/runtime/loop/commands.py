@@ -36,6 +36,7 @@ class Command:
     state: str = PENDING
     result: Any = None
     error: str | None = None
+    error_kind: type[ThemisError] = ThemisError
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -52,9 +53,11 @@ class Command:
             self.state, self.result = DONE, result
         self._done.set()
 
-    def refuse(self, message: str) -> None:
+    def refuse(self, message: str, kind: type[ThemisError] = ThemisError) -> None:
+        """Answer with an error; ``kind`` is the error the caller sees (the API maps
+        some kinds to their own status, e.g. a name taken to 409)."""
         with self._lock:
-            self.state, self.error = DONE, message
+            self.state, self.error, self.error_kind = DONE, message, kind
         self._done.set()
 
     def wait(self, timeout: float) -> Any:
@@ -71,7 +74,7 @@ class Command:
                     )
             self._done.wait()
         if self.error is not None:
-            raise ThemisError(self.error)
+            raise self.error_kind(self.error)
         return self.result
 
 

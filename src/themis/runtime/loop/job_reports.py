@@ -24,10 +24,6 @@ from themis.runtime.state.store import Store
 from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 
-#: What one poll may add to the event log: longer lines and further lines are cut.
-MAX_LOG_LINE = 4000
-MAX_LOG_LINES = 50
-
 
 class ReportHandling:
     """Reports and ends of jobs."""
@@ -128,13 +124,8 @@ class ReportHandling:
             best = cluster.span(job.gpus) <= cluster.best_span(job.gang)
             job.advance(now, best)
             job.done = float(min(job.spec.work, p.steps))
-        for k, line in enumerate(p.logs):
-            if k == MAX_LOG_LINES:
-                self.store.log(now, rj.app_id, rj.trial_id, f"[{len(p.logs) - k} lines cut]")
-                break
-            if len(line) > MAX_LOG_LINE:
-                line = line[:MAX_LOG_LINE] + " [cut]"
-            self.store.log(now, rj.app_id, rj.trial_id, line)
+        if p.logs:  # queued: cut, rate-limited and written off the loop (log_writer)
+            self.store.trial_lines(now, rj.app_id, rj.trial_id, p.logs)
         return rungs.record(live, self.store, rj.trial_id, p.reports)
 
     def _record_checkpoint(self, live: LiveApp, rj: RunningJob, step: int) -> None:

@@ -19,6 +19,12 @@ One registry per arbiter (not the process-global one, so tests can run several):
 - ``themis_auctions_limited``: auctions that hit their deadline before proving their
   allocation optimal; ``themis_auction_gap_max``: the largest certified gap among them
   (log-utility units; docs/auction.md);
+- ``themis_log_lines_limited_total{app,why}``: app log lines not kept as written
+  (``cut``: longer than the line limit; ``rate``: over the app's lines or bytes per
+  second; ``queue``: the log writer's queue full; ``pruned``: deleted from the state past
+  the app's cap; ``state/log_writer.py``);
+- ``themis_state_faults_total``: times the state database was found damaged (a corrupt
+  page, not a database, an I/O error, a full disk): the API answers 503 and the loop stops;
 - ``themis_ray_up``: 1 while the arbiter reaches Ray, 0 while Ray is unreachable (the
   arbiter goes on without GPUs); ``themis_ray_lost_total``: times Ray was lost.
 """
@@ -65,6 +71,16 @@ class ArbiterMetrics:
             registry=r,
         )
 
+        self.log_limited = Counter(
+            "themis_log_lines_limited",
+            "App log lines cut, dropped or pruned by the log limits",
+            ["app", "why"],
+            registry=r,
+        )
+        self.state_faults = Counter(
+            "themis_state_faults", "Times the state database was found damaged", registry=r
+        )
+
         self.auctions_limited = Gauge(
             "themis_auctions_limited", "Auctions that hit their deadline", registry=r
         )
@@ -83,6 +99,11 @@ class ArbiterMetrics:
         for gauge in (self.gpus, self.rho):
             with contextlib.suppress(KeyError):
                 gauge.remove(app_id)
+
+    def log_limited_count(self, app_id: str, why: str, lines: int) -> None:
+        """The log writer's counts (``state/log_writer.py``); kept after the app ends, as
+        its log can still be pruned."""
+        self.log_limited.labels(app_id, why).inc(lines)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

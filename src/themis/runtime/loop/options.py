@@ -4,13 +4,14 @@ importing the loop that imports them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
 from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.policies import PolicyOptions
+from themis.runtime.state.log_writer import LogLimits
 
 _POLICY = PolicyOptions()
 
@@ -35,6 +36,8 @@ class ServiceOptions:
     #: ``themis serve``'s flags set them: ``(("ranking", "verified"), ...)``. A knob not
     #: named keeps its default (the node limit: none, the deadline bounds an auction).
     knobs: tuple[tuple[str, Any], ...] = ()
+    #: Bounds of the app logs: line length, per-app rates, what the state keeps.
+    log_limits: LogLimits = field(default_factory=LogLimits)
 
     def __post_init__(self) -> None:
         # A grace as long as the lease lets a job that ignores its lease end hold its

@@ -18,7 +18,7 @@ from themis.runtime.loop.job_control import JobControl
 from themis.runtime.loop.live import AppBook
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.trials import Trials
-from themis.runtime.state.store import Store
+from themis.runtime.state.store import NameTaken, StateLost, Store
 
 log = logging.getLogger("themis.runtime")
 
@@ -52,6 +52,8 @@ class RequestHandling:
         for command in self.commands.drain():
             try:
                 changed = self._answer(command, now) or changed
+            except (NameTaken, StateLost) as exc:  # the API's 409 and 503
+                command.refuse(exc.format(), type(exc))
             except ThemisError as exc:
                 command.refuse(exc.format())
             except Exception as exc:  # noqa: BLE001 (one request never stops the loop)

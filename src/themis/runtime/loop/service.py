@@ -97,6 +97,9 @@ class ArbiterService:
         self.rho_history = RhoHistory()  # for the dashboard (api.dashboard)
         self.clocks: dict[Key, LeaseClock] = {}
         self._round_due = True  # a restarted arbiter hands out GPUs at once
+        # App logs are queued and written off the loop, within per-app limits: the tick
+        # never waits on what tenants write (state/log_writer.py).
+        store.start_log_writer(options.log_limits, self.metrics.log_limited_count)
         # A restarted arbiter rebuilds every app from the store; leases of a previous
         # process are void (its job actors died with it), so their trials wait for the
         # next round.
@@ -219,8 +222,8 @@ class ArbiterService:
     # -- start-up -------------------------------------------------------------------------
 
     def _record_options(self) -> None:
-        """Keep the policy and knobs this arbiter runs with (``meta.serve``), so that
-        ``themis replay`` can say what the recorded run was scheduled by."""
+        """Keep the policy and every knob this arbiter runs with (``meta.serve``), so that
+        ``themis replay`` simulates with them (``state/replay.recorded_settings``)."""
         options = self.options
         record = {
             "policy": options.policy,
@@ -229,6 +232,10 @@ class ArbiterService:
             "batch_window": options.batch_window,
             "seed": options.seed,
             "knobs": dict(options.knobs),
+            # Recorded so that a replay can say what it cannot reproduce.
+            "grace": options.grace,
+            "tick": options.tick,
+            "auction_deadline": options.auction_deadline,
         }
         self.store.set_meta(SERVE_META, json.dumps(record, sort_keys=True))
 

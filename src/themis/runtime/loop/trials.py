@@ -140,3 +140,5 @@ class Trials:
         message = f"{state} after {now - app.arrival:.1f}s, rho {rho:.3f}: {reason}"
         self.store.log(now, app.app_id, None, message)
         self.metrics.forget_app(app.app_id)
+        if self.store.logs is not None:
+            self.store.logs.forget(app.app_id)

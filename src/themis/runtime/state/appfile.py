@@ -345,6 +345,44 @@ def parse_app_text(text: str, source: str, base_dir: Path) -> AppFile:
     return parse_app(raw, source, base_dir)
 
 
+#: Where a ``workdir`` may never lead: the kernel's views of processes, devices and
+#: itself (``/proc/self/fd/N`` is the server's own open files; ``/proc/1/root`` another
+#: process's root), whether written so or reached through a link.
+FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
+#: The longest ``workdir`` accepted.
+MAX_WORKDIR = 4096
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in roots)
+
+
+def resolve_workdir(raw: str, base_dir: Path, f: Any) -> Path:
+    """The app's ``workdir``, resolved on the server: a directory serve may read, never
+    under ``/proc``, ``/sys`` or ``/dev`` (as written or once links are followed). Every
+    refusal quotes only what the user wrote: the server's own paths, file descriptors
+    and process ids stay out of the answer, and no failure of the file system becomes
+    a server error."""
+    shown = repr(raw[:200])
+    if not raw or len(raw) > MAX_WORKDIR or "\0" in raw:
+        raise f.fail("workdir", f"must be a directory path, got {shown}")
+    lexical = os.path.normpath(os.path.join(str(base_dir), raw))
+    refused = f"{shown} is not allowed: the app's code must live in a directory of its own"
+    if _under(lexical, FORBIDDEN_ROOTS):
+        raise f.fail("workdir", refused)
+    try:
+        resolved = Path(lexical).resolve(strict=True)
+        readable = resolved.is_dir() and os.access(resolved, os.R_OK | os.X_OK)
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a permission, ...
+        readable = False
+        resolved = Path(lexical)
+    if _under(str(resolved), FORBIDDEN_ROOTS):
+        raise f.fail("workdir", refused)
+    if not readable:
+        raise f.fail("workdir", f"{shown} is not a directory the arbiter can read")
+    return resolved
+
+
 def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     """Check a parsed app file; ``base_dir`` resolves a relative ``workdir``."""
     if not isinstance(raw, dict):
@@ -379,9 +417,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     workdir_raw = f.get("workdir", ".")
     if not isinstance(workdir_raw, str):
         raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
-    workdir = (base_dir / workdir_raw).resolve()
-    if not workdir.is_dir():
-        raise f.fail("workdir", f"no such directory: {workdir}")
+    workdir = resolve_workdir(workdir_raw, base_dir, f)
     return AppFile(
         name,
         entrypoint,

@@ -44,6 +44,22 @@ from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.runtime.state.store import DB_NAME, ENDED, AppRow, Store, TrialRow
 
+#: The arbiter's settings a simulation takes as its own: ``meta.serve`` key -> the run
+#: option of ``themis replay`` (and ``make_config``) that sets it.
+SIMULATED = {
+    "lease": "lease",
+    "fairness_knob": "fairness_knob",
+    "batch_window": "batch_window",
+    "seed": "seed",
+}
+#: What the arbiter ran with that the simulator has no counterpart of.
+NOT_SIMULATED = {
+    "grace": "grace {:g} s (the simulator stops a job at once)",
+    "tick": "tick {:g} s (the simulator acts at each event)",
+    "auction_deadline": "auction deadline {} s (the simulator bounds auctions by "
+    "search nodes, reproducibly)",
+}
+
 #: How the remaining work of a trial not over yet is estimated.
 UNFINISHED = ("budget", "done")
 #: Where an app's speed comes from: what its trials took, or what its app file declares.
@@ -106,6 +122,69 @@ def read_state(state_dir: str | Path) -> Recorded:
     finally:
         store.close()
     return Recorded(path, apps, trials, cluster, serve)
+
+
+@dataclass
+class Settings:
+    """What a replay simulates with, from the arbiter's record (``meta.serve``)."""
+
+    #: The recorded policy (None: none recorded).
+    policy: str | None = None
+    #: Run option name -> the arbiter's value.
+    values: dict[str, Any] = field(default_factory=dict)
+    #: What the arbiter ran with that the replay cannot reproduce, or did not record.
+    unknown: list[str] = field(default_factory=list)
+
+
+def recorded_settings(serve: dict[str, Any] | None) -> Settings:
+    """The arbiter's own settings as ``themis replay``'s run options: the policy, the
+    lease, fairness knob, batch window, seed and every policy knob it recorded; and a
+    line for each setting it ran with that a simulation cannot know or reproduce."""
+    from themis.policies.knobs import KNOBS
+
+    out = Settings()
+    if serve is None:
+        out.unknown.append(
+            "every setting: the state records none (an arbiter older than this themis)"
+        )
+        return out
+    policy = serve.get("policy")
+    out.policy = policy if isinstance(policy, str) else None
+    for key, option in SIMULATED.items():
+        value = serve.get(key)
+        if _number(value):
+            out.values[option] = value
+        else:
+            out.unknown.append(f"{key} (not recorded)")
+    knobs = serve.get("knobs")
+    by_field = {k.field: k for k in KNOBS}
+    for name, value in sorted((knobs if isinstance(knobs, dict) else {}).items()):
+        knob = by_field.get(name)
+        if knob is None or name in SIMULATED:
+            continue
+        if isinstance(value, list):  # JSON's form of a tuple (tiresias_thresholds)
+            value = tuple(value)
+        scalar = value is None or isinstance(value, (bool, int, float, str, tuple))
+        if knob.read is None and scalar and not (knob.parse is not None and isinstance(value, str)):
+            out.values[knob.name] = value
+        elif name == "auction_node_limit" and value is None:
+            continue  # the runtime's deadline takes its place: said below
+        else:
+            out.unknown.append(f"{name} {value!r} (not applied)")
+    for key, what in NOT_SIMULATED.items():
+        if key in serve:
+            value = serve[key]
+            out.unknown.append(what.format(value if value is not None else "none"))
+        else:
+            out.unknown.append(f"{key} (not recorded)")
+    out.unknown.append(
+        "restart cost (the arbiter measures none: the replay uses the simulator's --restart-cost)"
+    )
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _json_meta(store: Store, key: str) -> dict[str, Any] | None:

@@ -24,14 +24,19 @@ import shutil
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from themis.errors import ThemisError
+from themis.runtime.state import health as state_health
 from themis.runtime.state.appfile import AppFile
+from themis.runtime.state.health import StateDamaged, StateLost
+
+__all__ = ["NameTaken", "StateDamaged", "StateLost", "Store", "name_key"]
 
 DB_NAME = "themis.db"
 #: The layout this code reads and writes. 1 was the unversioned layout of 0.1 (its CLI
@@ -160,8 +165,16 @@ class EventRow:
     message: str
 
 
-class StateLost(ThemisError):
-    """The state database was deleted or replaced under the running arbiter."""
+class NameTaken(ThemisError):
+    """An app of that name exists, ignoring case and Unicode form (the API's 409)."""
+
+
+def name_key(name: str) -> str:
+    """What two app names must differ in: ``waiter``, ``Waiter`` and ``WAITER`` (and the
+    compatibility forms of one name, such as a fullwidth ``Ｗaiter``) are one app, since
+    their storage folders collide on case-insensitive file systems. Apps of an older
+    state that differ only so are kept as they are; a new one is refused."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
 def trial_id_of(index: int) -> str:
@@ -175,6 +188,9 @@ class Store:
         self.state_dir = Path(state_dir)
         self.path = self.state_dir / DB_NAME
         self.lost = False
+        #: Damage seen by any connection to this file in this process (``health``).
+        self.health = state_health.health_of(self.path)
+        self.logs: Any = None  # a LogWriter once the arbiter starts one (log_writer.py)
         where = str(self.path)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if fresh and not init:
@@ -204,7 +220,7 @@ class Store:
         uri = f"file:{self.path}?mode={'ro' if readonly else 'rw'}"
         umask = os.umask(0o077)  # whatever SQLite creates besides: never readable by others
         try:
-            self.db = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+            self.db = _connect(uri, self.health, where)
             self.db.row_factory = sqlite3.Row
             self._open(fresh, readonly, where)
         finally:
@@ -212,6 +228,10 @@ class Store:
         self._identity = _identity(self.path)
 
     def _open(self, fresh: bool, readonly: bool, where: str) -> None:
+        if not readonly:
+            # The file opened now is the one checked below: damage recorded against an
+            # earlier file at this path (moved aside by --init) no longer applies.
+            self.health.problem = None
         try:
             if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
@@ -226,10 +246,12 @@ class Store:
                         (str(SCHEMA_VERSION),),
                     )
             version = self.meta("schema_version")
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, StateDamaged) as exc:
             self.db.close()
-            raise ThemisError(
-                f"not a readable themis database ({exc}); 'themis serve --init' moves it "
+            what = exc.problem if isinstance(exc, StateDamaged) else str(exc)
+            kind = StateDamaged if isinstance(exc, StateDamaged) else ThemisError
+            raise kind(
+                f"not a readable themis database ({what}); 'themis serve --init' moves it "
                 "aside and starts a new one",
                 source=where,
             ) from None
@@ -252,6 +274,11 @@ class Store:
                     "--init' moves it aside and starts a new one",
                     source=where,
                 )
+        if not readonly:
+            # The app's log is read by app (``events``) and pruned oldest first
+            # (``log_writer``): both walk this index, not the whole table. Old themis
+            # versions read a database with it unchanged.
+            self.db.execute("CREATE INDEX IF NOT EXISTS events_app ON events (app_id, id)")
 
     def check_file(self) -> None:
         """The database file at the state path is still the one open here; else the
@@ -262,6 +289,8 @@ class Store:
         tick (one ``stat``)."""
         if self.lost:
             raise StateLost("the state database was lost earlier", source=str(self.path))
+        if self.health.problem is not None:
+            self._stop_damaged(self.health.problem)
         try:
             now = _identity(self.path)
         except FileNotFoundError:
@@ -271,6 +300,7 @@ class Store:
                 return
             how = "replaced"
         self.lost = True
+        self._stop_logs()
         stamp = time.strftime("%Y%m%dT%H%M%S")
         rescued = self.path.with_name(f"{DB_NAME}.rescued-{stamp}")
         kept = ""
@@ -293,12 +323,39 @@ class Store:
             source=str(self.path),
         )
 
+    def _stop_damaged(self, problem: str) -> None:
+        """Stop on damage: the file stays where it is (it is the evidence, and a backup
+        or ``--init`` is the way on); nothing more is written to it."""
+        self.lost = True
+        self._stop_logs()
+        with suppress(sqlite3.Error, StateLost):
+            self.db.execute("PRAGMA query_only=ON")
+        raise StateDamaged(
+            f"the state database is damaged under the running arbiter ({problem}); stopping, "
+            "nothing more is written: restore a backup ('themis state backup', "
+            "docs/runtime.md) or 'themis serve --init' moves it aside and starts a new one",
+            source=str(self.path),
+        )
+
+    def _stop_logs(self) -> None:
+        """The log writer flushes what it holds (into the file as it is) and stops."""
+        if self.logs is not None:
+            self.logs.close()
+
     def close(self) -> None:
+        if self.logs is not None:
+            self.logs.close()
         self.db.close()
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (taken at once, so writers queue instead of deadlocking)."""
+        """One write transaction (taken at once, so writers queue instead of deadlocking).
+        Refused once the database was found damaged: nothing is written into it."""
+        if self.health.problem is not None:
+            raise StateDamaged(
+                f"the state database is damaged ({self.health.problem}); nothing is written",
+                source=str(self.path),
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -337,11 +394,17 @@ class Store:
 
     def add_app(self, app: AppFile, token_hash: str, source: str) -> None:
         """Insert a submitted app and its trials; a name in use is refused."""
+        key = name_key(app.name)
         with self.tx() as db:
-            if db.execute("SELECT 1 FROM apps WHERE app_id = ?", (app.name,)).fetchone():
-                raise ThemisError(
-                    f"an app named '{app.name}' was already submitted", source=source, field="name"
-                )
+            for (existing,) in db.execute("SELECT app_id FROM apps"):
+                if name_key(existing) == key:
+                    same = "" if existing == app.name else f" (as '{existing}')"
+                    raise NameTaken(
+                        f"an app named '{app.name}' was already submitted{same}; names are "
+                        "unique ignoring case",
+                        source=source,
+                        field="name",
+                    )
             db.execute(
                 "INSERT INTO apps (app_id, token_hash, spec, source, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, 'submitted', ?)",
@@ -464,14 +527,44 @@ class Store:
 
     # -- event log ------------------------------------------------------------------------
 
+    def start_log_writer(self, limits: Any = None, on_count: Any = None) -> Any:
+        """From now on the event log is written in batches by a thread of its own, within
+        per-app limits (``log_writer``); returns the writer. The arbiter starts one: its
+        loop then never waits on the disk for a log line."""
+        from themis.runtime.state.log_writer import LogWriter
+
+        if self.logs is None:
+            self.logs = LogWriter(self.path, limits, on_count)
+        return self.logs
+
     def log(self, t: float | None, app_id: str, trial_id: str | None, message: str) -> None:
+        """One line of the arbiter's own in an app's log (queued when a writer runs)."""
+        if self.logs is not None:
+            self.logs.event(t, app_id, trial_id, message)
+            return
         with self.tx() as db:
             db.execute(
                 "INSERT INTO events (wall, t, app_id, trial_id, message) VALUES (?, ?, ?, ?, ?)",
                 (time.time(), t, app_id, trial_id, message),
             )
 
+    def trial_lines(
+        self, t: float | None, app_id: str, trial_id: str | None, lines: Sequence[str]
+    ) -> None:
+        """Lines a trial wrote: through the writer's per-app limits when one runs."""
+        if self.logs is not None:
+            self.logs.trial_lines(t, app_id, trial_id, lines)
+            return
+        for line in lines:
+            self.log(t, app_id, trial_id, line)
+
+    def flush_logs(self) -> None:
+        """Every queued log line written (a reader on this connection sees them all)."""
+        if self.logs is not None:
+            self.logs.flush()
+
     def events(self, app_id: str, after: int = 0, limit: int = -1) -> list[tuple[int, EventRow]]:
+        self.flush_logs()
         rows = self.db.execute(
             "SELECT * FROM events WHERE app_id = ? AND id > ? ORDER BY id LIMIT ?",
             (app_id, after, limit),
@@ -486,6 +579,7 @@ class Store:
     ) -> list[tuple[int, EventRow]]:
         """The last ``limit`` events, newest first: of app ``app_id`` if given, else of
         every app (the dashboard's "recent events")."""
+        self.flush_logs()
         where, args = ("WHERE app_id = ?", (app_id,)) if app_id is not None else ("", ())
         rows = self.db.execute(
             f"SELECT * FROM events {where} ORDER BY id DESC LIMIT ?",  # nosec B608
@@ -495,6 +589,17 @@ class Store:
             (r["id"], EventRow(r["wall"], r["t"], r["app_id"], r["trial_id"], r["message"]))
             for r in rows
         ]
+
+
+def _connect(uri: str, health: state_health.Health, where: str) -> sqlite3.Connection:
+    try:
+        return state_health.connect(uri, health, uri=True, timeout=30.0, isolation_level=None)
+    except StateDamaged as exc:
+        raise StateDamaged(
+            f"not a readable themis database ({exc.problem}); 'themis serve --init' moves "
+            "it aside and starts a new one",
+            source=where,
+        ) from None
 
 
 def _check_columns(fields: dict[str, Any], allowed: set[str]) -> None:
@@ -568,6 +673,8 @@ def _integrity_problem(db: sqlite3.Connection) -> str | None:
     """None when SQLite's ``quick_check`` passes, else its first complaint (one line)."""
     try:
         first = db.execute("PRAGMA quick_check").fetchone()[0]
+    except StateDamaged as exc:
+        return exc.problem
     except sqlite3.DatabaseError as exc:
         return str(exc)
     return None if first == "ok" else " ".join(str(first).split())[:200]
