@@ -34,7 +34,7 @@ WHOLE = [
     "reports",
     "experiments",
 ]
-RUNTIME_ENTRY_POINTS = ["lease", "checkpoint", "appfile", "server", "http_client"]
+RUNTIME_ENTRY_POINTS = ["workers.lease", "workers.checkpoint", "state.appfile", "api.server", "api.client"]
 
 
 def _rendered(page: Path) -> set[str]:

@@ -24,6 +24,7 @@ from themis.runtime.api.server import ApiServer
 from themis.runtime.loop.commands import CommandQueue
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
+from themis.runtime.state.health import StateLost
 from themis.runtime.state.store import Store
 
 OPTIONS = ServiceOptions(
@@ -78,7 +79,11 @@ class Arbiter:
         self.ready.set()
         while not self.stopping.is_set():
             if not self.paused.is_set():
-                self.service.tick()
+                try:
+                    self.service.tick()
+                except StateLost:  # as ArbiterService.run: write nothing more, stop
+                    self.service.store.give_up()
+                    return
             time.sleep(OPTIONS.tick)
         store.close()
 

@@ -252,6 +252,7 @@ class ArbiterService:
                 self.tick()
                 failing = 0
             except StateLost:
+                self.store.give_up()
                 raise
             except Exception as exc:  # noqa: BLE001
                 failing += 1

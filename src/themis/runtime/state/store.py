@@ -323,13 +323,18 @@ class Store:
             source=str(self.path),
         )
 
-    def _stop_damaged(self, problem: str) -> None:
-        """Stop on damage: the file stays where it is (it is the evidence, and a backup
-        or ``--init`` is the way on); nothing more is written to it."""
+    def give_up(self) -> None:
+        """Write nothing more: the arbiter stops on lost or damaged state, wherever in a
+        tick it was met, and its shutdown must not write into what is left."""
         self.lost = True
         self._stop_logs()
         with suppress(sqlite3.Error, StateLost):
             self.db.execute("PRAGMA query_only=ON")
+
+    def _stop_damaged(self, problem: str) -> None:
+        """Stop on damage: the file stays where it is (it is the evidence, and a backup
+        or ``--init`` is the way on); nothing more is written to it."""
+        self.give_up()
         raise StateDamaged(
             f"the state database is damaged under the running arbiter ({problem}); stopping, "
             "nothing more is written: restore a backup ('themis state backup', "
