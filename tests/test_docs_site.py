@@ -34,7 +34,13 @@ WHOLE = [
     "reports",
     "experiments",
 ]
-RUNTIME_ENTRY_POINTS = ["workers.lease", "workers.checkpoint", "state.appfile", "api.server", "api.client"]
+RUNTIME_ENTRY_POINTS = [
+    "workers.lease",
+    "workers.checkpoint",
+    "state.appfile",
+    "api.server",
+    "api.client",
+]
 
 
 def _rendered(page: Path) -> set[str]:
