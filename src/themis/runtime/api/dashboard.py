@@ -10,7 +10,11 @@ and removed from the address bar at once.
 
 What each token sees, as everywhere in the API (``runtime.auth``):
 
-- the admin and the submit token: everything, read-only;
+- the admin token: everything, read-only;
+- the submit token (shared by every user): every app's name, state, GPUs, leases, rho
+  and queued trials, but no text an app's trials wrote: no events (they hold trial log
+  lines and errors) and an ended app's reason rebuilt from its counts
+  (``queries.as_seen_by``);
 - an app token: its own app only. GPUs other apps hold (or their stopping jobs still
   hold) are shown as taken by "another app", with no name, trial or lease end (one lease
   end per lease would group them back into apps); other apps' rows, rho, queued trials
@@ -27,7 +31,7 @@ from importlib import resources
 from typing import Any
 
 from themis.runtime.api.auth import Principal
-from themis.runtime.api.queries import status_rows
+from themis.runtime.api.queries import as_seen_by, status_rows
 from themis.runtime.state.store import LeaseRow, Store
 
 #: Recent events shown, newest first.
@@ -100,7 +104,7 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
                 gpus.append(_gpu(slot, other=True))
         machines.append({**{k: node.get(k) for k in _MACHINE_FIELDS}, "gpus": gpus})
 
-    apps = [row.to_dict() for row in status_rows(store, only)]
+    apps = [as_seen_by(row, who).to_dict() for row in status_rows(store, only)]
     names = {row["app_id"] for row in apps}
     rho = {
         app_id: [[wall, value] for wall, value in points]
@@ -136,7 +140,7 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
             "trial_id": event.trial_id,
             "message": event.message[:MESSAGE_CHARS],
         }
-        for event_id, event in store.recent_events(only, EVENTS)
+        for event_id, event in _readable_events(store, who, only)
     ]
     return {
         "role": who.role,
@@ -150,6 +154,15 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
 
 
 _MACHINE_FIELDS = ("node_id", "rack", "gpu_type", "address")
+
+
+def _readable_events(store: Store, who: Principal, only: str | None) -> list[tuple[int, Any]]:
+    """The recent events ``who`` may read: events carry what trials logged and raised,
+    so the submit token reads none."""
+    if who.role == "submit":
+        return []
+    events = store.recent_events(only, EVENTS)
+    return [(i, e) for i, e in events if who.may_read_text_of(e.app_id)]
 
 
 def _gpu(

@@ -151,7 +151,10 @@ class ClusterResponse(BaseModel):
     )
     queued: list[QueuedTrial] = Field(description="at most 500")
     queued_total: int
-    events: list[Event] = Field(description="the last 50, newest first")
+    events: list[Event] = Field(
+        description="the last 50 this token may read, newest first (none to the submit "
+        "token: events hold what trials logged and raised)"
+    )
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, object]]:

@@ -1,15 +1,23 @@
-"""What ``status`` and ``logs`` show, read from the store by the arbiter's API thread."""
+"""What ``status`` and ``logs`` show, read from the store by the arbiter's API thread.
+
+What a token may read of another app: its name, state, GPUs, rho and trial counts, never
+text its trials wrote. An ended app's ``reason`` may quote a trial's error or the metric
+names it reported, so a token that may not read that app's text gets a reason rebuilt
+from the counts (:func:`as_seen_by`); a live app's ``why`` is the arbiter's own note
+(``loop/status.py``), shown to all.
+"""
 
 from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from themis.errors import ThemisError
+from themis.runtime.api.auth import Principal
 from themis.runtime.loop.halving import STOPPED_EARLY
-from themis.runtime.state.store import LIVE_TRIAL_STATES, Store
+from themis.runtime.state.store import ACTIVE_APP_STATES, LIVE_TRIAL_STATES, Store
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,31 @@ class StatusRow:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def ended(self) -> bool:
+        return self.state not in ACTIVE_APP_STATES
+
+
+def as_seen_by(row: StatusRow, who: Principal) -> StatusRow:
+    """``row`` as ``who`` may see it: an ended app's reason, which may quote what its
+    trials wrote, is replaced by one built from its counts unless ``who`` may read it."""
+    if who.may_read_text_of(row.app_id) or not row.ended:
+        return row
+    return replace(row, why=public_reason(row))
+
+
+def public_reason(row: StatusRow) -> str:
+    """How an app ended, from its counts only (no text of its own)."""
+    if row.state == "cancelled":
+        return "cancelled"
+    total = row.alive + row.stopped_early + row.finished + row.failed
+    parts = [f"{row.finished} of {total} trials ran their whole budget"]
+    if row.stopped_early:
+        parts.append(f"{row.stopped_early} stopped early")
+    if row.failed:
+        parts.append(f"{row.failed} failed")
+    return "; ".join(parts) + " (details: the app's token or the admin's)"
 
 
 def status_rows(store: Store, only: str | None = None) -> list[StatusRow]:

@@ -50,7 +50,7 @@ from themis.errors import ThemisError
 from themis.runtime.api import models as m
 from themis.runtime.api.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
 from themis.runtime.api.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
-from themis.runtime.api.queries import log_lines, status_rows
+from themis.runtime.api.queries import as_seen_by, log_lines, status_rows
 from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
@@ -161,7 +161,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
     def status(request: Request) -> dict[str, Any]:
         who = principal(request)
         only = who.app_id if who.role == "app" else None
-        rows = [r.to_dict() for r in status_rows(store(), only)]
+        rows = [as_seen_by(r, who).to_dict() for r in status_rows(store(), only)]
         return {"arbiter": liveness(ctx.snapshot()), "apps": rows}
 
     @app.get(
