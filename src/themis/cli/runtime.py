@@ -25,6 +25,7 @@ from themis.auction.budget import DEFAULT_DEADLINE
 from themis.cli import defaults
 from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
+from themis.cli.inert import cell, inert
 from themis.cli.policy_flags import policy_flags_of, policy_values
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
@@ -397,8 +398,8 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(done["token"] + "\n")
-    click.echo(f"submitted app '{done['app_id']}' ({done['trials']} trials)")
-    click.echo(f"token: {done['token']}")
+    click.echo(inert(f"submitted app '{done['app_id']}' ({done['trials']} trials)"))
+    click.echo(inert(f"token: {done['token']}"))
 
 
 @click.command(short_help="Show the arbiter's liveness and every app.")
@@ -445,7 +446,7 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
                     raise
                 # Watching: an arbiter that stops answering is news, not the end.
                 alive = False
-                click.echo(f"themis: {exc.format()}; again in {every:g} s", err=True)
+                click.echo(inert(f"themis: {exc.format()}; again in {every:g} s"), err=True)
                 time.sleep(every)
                 continue
             alive = answer["arbiter"]["state"] == "alive"
@@ -470,7 +471,7 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
 
 def _print_status(server: str, answer: dict[str, Any]) -> None:
     """The liveness line and the apps' table."""
-    click.echo(_liveness_line(server, answer["arbiter"]))
+    click.echo(inert(_liveness_line(server, answer["arbiter"])))
     rows = answer["apps"]
     if not rows:
         click.echo("no apps")
@@ -481,18 +482,25 @@ def _print_status(server: str, answer: dict[str, Any]) -> None:
     table.add_column("steps", justify="right")
     table.add_column("why", justify="left", overflow="fold")
     for r in rows:
+        # Cells are inert Text: a reason may quote a trial's error, and a string cell
+        # would be parsed as rich markup ("[link=...]" is a hyperlink escape).
         table.add_row(
-            r["app_id"],
-            r["state"],
-            _rho(r["rho"]),
-            str(r["gpus"]),
-            str(r["leases"]),
-            str(r["alive"]),
-            str(r["stopped_early"]),
-            str(r["finished"]),
-            str(r["failed"]),
-            f"{r['steps_done']}/{r['steps_total']}",
-            r["why"] or "",
+            *map(
+                cell,
+                (
+                    r["app_id"],
+                    r["state"],
+                    _rho(r["rho"]),
+                    r["gpus"],
+                    r["leases"],
+                    r["alive"],
+                    r["stopped_early"],
+                    r["finished"],
+                    r["failed"],
+                    f"{r['steps_done']}/{r['steps_total']}",
+                    r["why"] or "",
+                ),
+            )
         )
     Console(highlight=False, width=160).print(table)
 
@@ -527,7 +535,7 @@ def _liveness_line(server: str, a: dict[str, Any]) -> str:
 def cancel(server: str, token: str | None, app: str, wait: float) -> None:
     """Cancel APP (its token, or the admin token): its jobs checkpoint and stop, its GPUs
     go back to the arbiter."""
-    click.echo(_client(server, token).cancel(app, wait))
+    click.echo(inert(_client(server, token).cancel(app, wait)))
 
 
 @click.command(short_help="Show an app's event log.")
@@ -543,7 +551,7 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
     while True:
         answer = client.logs(app, last)
         for line in answer["lines"]:
-            click.echo(line)
+            click.echo(inert(line))  # what trials logged: never raw to a terminal
         more = answer["last"] != last
         last = answer["last"]
         if more:
@@ -579,7 +587,7 @@ def rotate(server: str, token: str | None, which: str, token_file: str | None) -
         with os.fdopen(fd, "w") as f:
             f.write(done["token"] + "\n")
     click.echo(f"rotated the {which} token: the old one is refused from now on")
-    click.echo(f"token: {done['token']}")
+    click.echo(inert(f"token: {done['token']}"))
 
 
 def _rho(value: float | None) -> str:
