@@ -34,7 +34,7 @@ OPTIONS = ServiceOptions(
 class Arbiter:
     """An arbiter loop on a thread (it owns its store, as in serve) and its API."""
 
-    def __init__(self, state: Path, behaviours: dict[str, Behaviour]) -> None:
+    def __init__(self, state: Path, behaviours: dict[str, Behaviour], limiter=None) -> None:
         self.state = state
         Store(state, init=True).close()
         self.tokens = OperatorTokens.load_or_create(state)
@@ -50,7 +50,7 @@ class Arbiter:
         self.thread.start()
         assert self.ready.wait(10)
         context = ApiContext(
-            state, self.tokens, self.commands, self.snapshot, self.metrics, self.view
+            state, self.tokens, self.commands, self.snapshot, self.metrics, self.view, limiter
         )
         self.api = ApiServer.start(make_api(context), "127.0.0.1", 0, None, None)
         self.url = self.api.url

@@ -425,7 +425,16 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
     metavar="SECONDS",
     help="Seconds between refreshes with --watch.",
 )
-def status(server: str, token: str | None, as_json: bool, watch: bool, every: float) -> None:
+@click.option(
+    "--all",
+    "every_app",
+    is_flag=True,
+    help="Every app the state holds, page by page; without it, the first page: active "
+    "apps, then the last to end (200 in all).",
+)
+def status(
+    server: str, token: str | None, as_json: bool, watch: bool, every: float, every_app: bool
+) -> None:
     """First line: whether the arbiter is alive (its scheduling loop's last tick, Ray).
     Then one row per app: state, rho (estimated with what it holds while it runs, from
     its real finish once done), GPUs held, leases, trials alive / stopped early /
@@ -440,7 +449,7 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
     try:
         while True:
             try:
-                answer = client.status()
+                answer = _status_pages(client, every_app)
             except ThemisError as exc:
                 if not watch:
                     raise
@@ -469,6 +478,15 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
         raise click.exceptions.Exit(3)
 
 
+def _status_pages(client: Any, every_app: bool) -> dict[str, Any]:
+    """The first page of ``GET /v1/status``, or every page joined (``--all``)."""
+    answer = client.status()
+    while every_app and answer.get("next") is not None:
+        more = client.status(offset=answer["next"])
+        answer = {**more, "apps": answer["apps"] + more["apps"]}
+    return answer
+
+
 def _print_status(server: str, answer: dict[str, Any]) -> None:
     """The liveness line and the apps' table."""
     click.echo(inert(_liveness_line(server, answer["arbiter"])))
@@ -476,6 +494,15 @@ def _print_status(server: str, answer: dict[str, Any]) -> None:
     if not rows:
         click.echo("no apps")
         return
+    _print_table(rows)
+    left = int(answer.get("apps_total") or len(rows)) - len(rows)
+    if left > 0:
+        click.echo(
+            f"... and {left} more apps that ended earlier ('themis status --all' shows them)"
+        )
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
     table = Table(box=None, pad_edge=False)
     for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")

@@ -10,7 +10,6 @@ from the counts (:func:`as_seen_by`); a live app's ``why`` is the arbiter's own 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -65,17 +64,25 @@ def public_reason(row: StatusRow) -> str:
 
 
 def status_rows(store: Store, only: str | None = None) -> list[StatusRow]:
-    """One row per app in submission order (only app ``only`` if given)."""
+    """One row per app (only app ``only`` if given), in the order pages are cut from:
+    active apps in submission order, then ended ones, the last to end first, so the first
+    page shows what is going on whatever the history. Three queries whatever the number
+    of apps (no spec is parsed): a state of thousands of apps is read in milliseconds."""
     leases: dict[str, int] = {}
     for lease in store.leases(only):
         leases[lease.app_id] = leases.get(lease.app_id, 0) + 1
+    tallies = store.trial_tallies(only)
     rows = []
-    for app in store.apps():
-        if only is not None and app.app_id != only:
-            continue
-        trials = store.trials(app.app_id)
-        count = Counter(t.state for t in trials)
-        ended = app.state not in ("submitted", "running")
+    briefs = store.app_briefs(only)
+    active = [a for a in briefs if a.state in ACTIVE_APP_STATES]
+    over = sorted(
+        (a for a in briefs if a.state not in ACTIVE_APP_STATES),
+        key=lambda a: -(a.finish if a.finish is not None else a.submitted_at),
+    )
+    for app in (*active, *over):
+        tally = tallies.get(app.app_id)
+        count = tally.states if tally is not None else {}
+        ended = app.state not in ACTIVE_APP_STATES
         rows.append(
             StatusRow(
                 app.app_id,
@@ -83,12 +90,12 @@ def status_rows(store: Store, only: str | None = None) -> list[StatusRow]:
                 app.rho,
                 app.gpus,
                 leases.get(app.app_id, 0),
-                sum(t.state in LIVE_TRIAL_STATES for t in trials),
-                count[STOPPED_EARLY],
-                count["finished"],
-                count["failed"],
-                sum(t.steps_done for t in trials),
-                sum(t.budget for t in trials),
+                sum(count.get(s, 0) for s in LIVE_TRIAL_STATES),
+                count.get(STOPPED_EARLY, 0),
+                count.get("finished", 0),
+                count.get("failed", 0),
+                0 if tally is None else tally.steps_done,
+                0 if tally is None else tally.steps_total,
                 app.reason if ended else app.note,
             )
         )
