@@ -52,7 +52,9 @@ class Arbiter:
         context = ApiContext(
             state, self.tokens, self.commands, self.snapshot, self.metrics, self.view, limiter
         )
-        self.api = ApiServer.start(make_api(context), "127.0.0.1", 0, None, None)
+        self.api = ApiServer.start(
+            make_api(context), "127.0.0.1", 0, None, None, metrics=context.api_metrics
+        )
         self.url = self.api.url
 
     def snapshot(self):

@@ -56,7 +56,7 @@ def tenants(tmp_path_factory):
 
 def routes_of(a: Arbiter) -> set[tuple[str, str]]:
     """Every (method, path) the running API serves."""
-    app = a.api.server.config.app
+    app = a.api.server.config.app.app  # inside the request limit (api.connections)
     return {(method, r.path) for r in app.routes for method in getattr(r, "methods", ())}
 
 

@@ -350,7 +350,9 @@ def _serve_locked(
         context = ApiContext(
             state_dir, tokens, commands, service.snapshot, metrics, service.cluster_view
         )
-        api = api_server.ApiServer.start(make_api(context), *listen, *tls, sock=listening)
+        api = api_server.ApiServer.start(
+            make_api(context), *listen, *tls, sock=listening, metrics=context.api_metrics
+        )
         api_server.write_url(state_dir, api.url, url_file)
         cluster = service.cluster
         click.echo(
