@@ -27,6 +27,8 @@ class Behaviour:
     loss: float = 1.0  # + trial index / 10: later trials are worse
     error_at: int | None = None  # raises after this many steps
     returns_at: int | None = None  # returns by itself after this many steps
+    error: str = "ValueError: broken"  # the error text of error_at
+    logs: tuple[str, ...] = ()  # lines the trial logs at its first poll (trial.log)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class FakeJob:
     killed: bool = False
     ended: tuple[Outcome | None, str | None] | None = None
     reported_steps: int = 0
+    logged: bool = False
     ran: list[int] = field(default_factory=list)
 
 
@@ -139,7 +142,7 @@ class FakeLauncher:
             fake.started_at = now
         steps = self._steps(fake, now)
         if b.error_at is not None and steps >= b.error_at:
-            self._end(fake, "error", None, steps=b.error_at, error="ValueError: broken")
+            self._end(fake, "error", None, steps=b.error_at, error=b.error)
             return
         if b.returns_at is not None and steps >= b.returns_at:
             self._end(fake, "done", None, steps=b.returns_at)
@@ -171,7 +174,9 @@ class FakeLauncher:
             self.checkpoints.get((fake.spec.app_id, fake.spec.trial_id), 0), ckpt
         )
         s = fake.spec
-        return Progress(s.app_id, s.trial_id, s.token, steps, ckpt, reports, (), True)
+        logs = () if fake.logged else b.logs
+        fake.logged = True
+        return Progress(s.app_id, s.trial_id, s.token, steps, ckpt, reports, logs, True)
 
     def _end(self, fake, status, why, steps=0, error=None) -> None:
         if fake.started_at is not None:

@@ -35,7 +35,7 @@ OPTIONS = ServiceOptions(
 class Arbiter:
     """An arbiter loop on a thread (it owns its store, as in serve) and its API."""
 
-    def __init__(self, state: Path, behaviours: dict[str, Behaviour]) -> None:
+    def __init__(self, state: Path, behaviours: dict[str, Behaviour], limiter=None) -> None:
         self.state = state
         Store(state, init=True).close()
         self.tokens = OperatorTokens.load_or_create(state)
@@ -51,9 +51,11 @@ class Arbiter:
         self.thread.start()
         assert self.ready.wait(10)
         context = ApiContext(
-            state, self.tokens, self.commands, self.snapshot, self.metrics, self.view
+            state, self.tokens, self.commands, self.snapshot, self.metrics, self.view, limiter
         )
-        self.api = ApiServer.start(make_api(context), "127.0.0.1", 0, None, None)
+        self.api = ApiServer.start(
+            make_api(context), "127.0.0.1", 0, None, None, metrics=context.api_metrics
+        )
         self.url = self.api.url
 
     def snapshot(self):

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from tests.runtime.conftest import app_yaml
 from tests.runtime.test_api import Arbiter, call
+from themis.runtime.api.ratelimit import RateLimiter
 from themis.runtime.state.appfile import read_app_text
 
 EXAMPLES = int(os.environ.get("THEMIS_FUZZ_EXAMPLES", "600"))
@@ -34,7 +35,9 @@ EXAMPLES = int(os.environ.get("THEMIS_FUZZ_EXAMPLES", "600"))
 @pytest.fixture(scope="module")
 def arbiter(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
-    a = Arbiter(tmp / "state", {})
+    # A rate no fuzz reaches: the fuzz is for the routes behind the limit
+    # (test_api_polling.py tests the limit).
+    a = Arbiter(tmp / "state", {}, limiter=RateLimiter(rate=1e6, burst=1e6))
     text = read_app_text(app_yaml(tmp, "known", steps=10**6))
     body = json.dumps({"text": text, "source": "k.yaml", "base_dir": str(tmp)}).encode()
     status, reply = call(a.url, "POST", "/v1/apps", a.submitter, body)

@@ -29,5 +29,8 @@ def emit(payload: Any) -> None:
 
 
 def say(text: str, as_json: bool) -> None:
-    """A line for people: stdout normally, stderr when stdout carries JSON."""
-    click.echo(text, err=as_json)
+    """A line for people: stdout normally, stderr when stdout carries JSON; inert, line
+    by line (it may name what a state directory or a trace file holds: ``cli.inert``)."""
+    from themis.cli.inert import inert
+
+    click.echo("\n".join(inert(line) for line in text.split("\n")), err=as_json)

@@ -122,8 +122,11 @@ def cli() -> None:
 
 
 def one_line(message: str) -> str:
-    """A message folded onto one line."""
-    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+    """A message folded onto one line, inert: an error may quote the arbiter's answer or
+    a file's content (``cli.inert``)."""
+    from themis.cli.inert import inert
+
+    return inert(" ".join(part.strip() for part in message.splitlines() if part.strip()))
 
 
 def _error(message: str) -> int:

@@ -24,6 +24,7 @@ from themis.auction.budget import DEFAULT_DEADLINE
 from themis.cli import defaults
 from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
+from themis.cli.inert import cell, inert
 from themis.cli.policy_flags import policy_flags_of, policy_values
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
@@ -236,7 +237,7 @@ def serve(
         url_file=url_file,
         tls=(tls_cert, tls_key),
     )
-    serve_runtime(config, say=lambda line: click.echo(line, err=True))
+    serve_runtime(config, say=lambda line: click.echo(inert(line), err=True))
 
 
 @click.command(short_help="Submit an app (app.yaml).")
@@ -257,8 +258,8 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(done["token"] + "\n")
-    click.echo(f"submitted app '{done['app_id']}' ({done['trials']} trials)")
-    click.echo(f"token: {done['token']}")
+    click.echo(inert(f"submitted app '{done['app_id']}' ({done['trials']} trials)"))
+    click.echo(inert(f"token: {done['token']}"))
 
 
 @click.command(short_help="Show the arbiter's liveness and every app.")
@@ -284,7 +285,16 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
     metavar="SECONDS",
     help="Seconds between refreshes with --watch.",
 )
-def status(server: str, token: str | None, as_json: bool, watch: bool, every: float) -> None:
+@click.option(
+    "--all",
+    "every_app",
+    is_flag=True,
+    help="Every app the state holds, page by page; without it, the first page: active "
+    "apps, then the last to end (200 in all).",
+)
+def status(
+    server: str, token: str | None, as_json: bool, watch: bool, every: float, every_app: bool
+) -> None:
     """First line: whether the arbiter is alive (its scheduling loop's last tick, Ray).
     Then one row per app: state, rho (estimated with what it holds while it runs, from
     its real finish once done), GPUs held, leases, trials alive / stopped early /
@@ -299,13 +309,13 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
     try:
         while True:
             try:
-                answer = client.status()
+                answer = _status_pages(client, every_app)
             except ThemisError as exc:
                 if not watch:
                     raise
                 # Watching: an arbiter that stops answering is news, not the end.
                 alive = False
-                click.echo(f"themis: {exc.format()}; again in {every:g} s", err=True)
+                click.echo(inert(f"themis: {exc.format()}; again in {every:g} s"), err=True)
                 time.sleep(every)
                 continue
             alive = answer["arbiter"]["state"] == "alive"
@@ -328,31 +338,56 @@ def status(server: str, token: str | None, as_json: bool, watch: bool, every: fl
         raise click.exceptions.Exit(3)
 
 
+def _status_pages(client: Any, every_app: bool) -> dict[str, Any]:
+    """The first page of ``GET /v1/status``, or every page joined (``--all``)."""
+    answer = client.status()
+    while every_app and answer.get("next") is not None:
+        more = client.status(offset=answer["next"])
+        answer = {**more, "apps": answer["apps"] + more["apps"]}
+    return answer
+
+
 def _print_status(server: str, answer: dict[str, Any]) -> None:
     """The liveness line and the apps' table."""
-    click.echo(_liveness_line(server, answer["arbiter"]))
+    click.echo(inert(_liveness_line(server, answer["arbiter"])))
     rows = answer["apps"]
     if not rows:
         click.echo("no apps")
         return
+    _print_table(rows)
+    left = int(answer.get("apps_total") or len(rows)) - len(rows)
+    if left > 0:
+        click.echo(
+            f"... and {left} more apps that ended earlier ('themis status --all' shows them)"
+        )
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
     table = Table(box=None, pad_edge=False)
     for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
         table.add_column(name, justify="left" if name in ("app", "state") else "right")
     table.add_column("steps", justify="right")
     table.add_column("why", justify="left", overflow="fold")
     for r in rows:
+        # Cells are inert Text: a reason may quote a trial's error, and a string cell
+        # would be parsed as rich markup ("[link=...]" is a hyperlink escape).
         table.add_row(
-            r["app_id"],
-            r["state"],
-            _rho(r["rho"]),
-            str(r["gpus"]),
-            str(r["leases"]),
-            str(r["alive"]),
-            str(r["stopped_early"]),
-            str(r["finished"]),
-            str(r["failed"]),
-            f"{r['steps_done']}/{r['steps_total']}",
-            r["why"] or "",
+            *map(
+                cell,
+                (
+                    r["app_id"],
+                    r["state"],
+                    _rho(r["rho"]),
+                    r["gpus"],
+                    r["leases"],
+                    r["alive"],
+                    r["stopped_early"],
+                    r["finished"],
+                    r["failed"],
+                    f"{r['steps_done']}/{r['steps_total']}",
+                    r["why"] or "",
+                ),
+            )
         )
     Console(highlight=False, width=160).print(table)
 
@@ -387,7 +422,7 @@ def _liveness_line(server: str, a: dict[str, Any]) -> str:
 def cancel(server: str, token: str | None, app: str, wait: float) -> None:
     """Cancel APP (its token, or the admin token): its jobs checkpoint and stop, its GPUs
     go back to the arbiter."""
-    click.echo(_client(server, token).cancel(app, wait))
+    click.echo(inert(_client(server, token).cancel(app, wait)))
 
 
 @click.command(short_help="Show an app's event log.")
@@ -403,7 +438,7 @@ def logs(server: str, token: str | None, app: str, follow: bool) -> None:
     while True:
         answer = client.logs(app, last)
         for line in answer["lines"]:
-            click.echo(line)
+            click.echo(inert(line))  # what trials logged: never raw to a terminal
         more = answer["last"] != last
         last = answer["last"]
         if more:
@@ -439,7 +474,7 @@ def rotate(server: str, token: str | None, which: str, token_file: str | None) -
         with os.fdopen(fd, "w") as f:
             f.write(done["token"] + "\n")
     click.echo(f"rotated the {which} token: the old one is refused from now on")
-    click.echo(f"token: {done['token']}")
+    click.echo(inert(f"token: {done['token']}"))
 
 
 def _rho(value: float | None) -> str:

@@ -28,6 +28,7 @@ def backup(state_dir: str, dest: str) -> None:
     """Copy the state database to DEST (a new file, 0600) while the arbiter runs, and
     check the copy. Restore: stop serve, move the copy to STATE_DIR/themis.db (remove
     themis.db-wal and themis.db-shm), start serve without --init."""
+    from themis.cli.inert import inert
     from themis.runtime.state.store import backup as backup_db
 
-    click.echo(backup_db(state_dir, dest))
+    click.echo(inert(backup_db(state_dir, dest)))

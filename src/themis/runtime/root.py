@@ -159,7 +159,11 @@ def _run_loop_and_api(
             state_dir, tokens, commands, service.snapshot, metrics, service.cluster_view
         )
         api = api_server.ApiServer.start(
-            make_api(context), *config.listen, *config.tls, sock=listening
+            make_api(context),
+            *config.listen,
+            *config.tls,
+            sock=listening,
+            metrics=context.api_metrics,
         )
         api_server.write_url(state_dir, api.url, config.url_file)
         cluster = service.cluster

@@ -1,8 +1,8 @@
 """Who may do what through the API: the operator's tokens and the apps' tokens.
 
 - **admin** (``<state>/admin.token``): everything, on every app, and ``/metrics``.
-- **submit** (``<state>/submit.token``): submit apps and read the status table; hand it
-  to the users of the cluster.
+- **submit** (``<state>/submit.token``): submit apps and read the status table (names,
+  states, GPUs, rho; no text an app's trials wrote); hand it to the users of the cluster.
 - **app** (printed once by submit): act on that one app (cancel it, release its leases,
   read its logs and its status row) and nothing else.
 
@@ -36,6 +36,13 @@ class Principal:
 
     def may_act_on(self, app_id: str) -> bool:
         return self.role == "admin" or (self.role == "app" and self.app_id == app_id)
+
+    def may_read_text_of(self, app_id: str) -> bool:
+        """Whether this token may read what ``app_id``'s trials wrote (log lines, errors,
+        tracebacks, metric names, reasons quoting them): the admin and the app itself.
+        The submit token is shared by every user, so it sees names, states, GPUs and rho
+        of all apps but none of their text."""
+        return self.may_act_on(app_id)
 
     @property
     def may_submit(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,6 +23,10 @@ from themis.runtime.state.appfile import read_app_text
 
 #: Where ``themis serve`` listens unless told otherwise (``--listen``).
 DEFAULT_SERVER = "http://127.0.0.1:7878"
+#: A 429 (over the token's rate) is waited out and asked again this many times, each
+#: wait its ``Retry-After`` capped at ``MAX_RETRY_AFTER`` seconds.
+RATE_RETRIES = 5
+MAX_RETRY_AFTER = 10.0
 
 
 class Client:
@@ -36,6 +41,21 @@ class Client:
         self.context = ssl.create_default_context(cafile=ca) if server.startswith("https") else None
 
     def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        for _ in range(RATE_RETRIES):
+            try:
+                return self._call_once(method, path, body, timeout)
+            except _RateLimited as exc:
+                time.sleep(exc.wait)
+        return self._call_once(method, path, body, timeout, retry=False)
+
+    def _call_once(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        timeout: float | None,
+        retry: bool = True,
+    ) -> Any:
         if not self.token:
             raise ThemisError("a token is needed (--token or THEMIS_TOKEN)", field="--token")
         data = None if body is None else json.dumps(body).encode("utf-8")
@@ -53,6 +73,8 @@ class Client:
                 payload = response.read()
                 kind = response.headers.get("content-type", "")
         except urllib.error.HTTPError as exc:
+            if exc.code == 429 and retry:
+                raise _RateLimited(_retry_after(exc.headers.get("retry-after"))) from None
             raise ThemisError(_detail(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -64,8 +86,9 @@ class Client:
             return json.loads(payload)
         return payload.decode("utf-8")
 
-    def status(self) -> dict[str, Any]:
-        return self._call("GET", "/v1/status")
+    def status(self, offset: int = 0, limit: int | None = None) -> dict[str, Any]:
+        query = f"?offset={offset}" + ("" if limit is None else f"&limit={limit}")
+        return self._call("GET", "/v1/status" + query)
 
     def submit(self, app_file: str | Path) -> dict[str, Any]:
         text = read_app_text(app_file)  # refused unread when too large
@@ -89,6 +112,19 @@ class Client:
 
     def metrics(self) -> str:
         return self._call("GET", "/metrics")
+
+
+class _RateLimited(Exception):
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        wait = float(value or 1.0)
+    except ValueError:
+        wait = 1.0
+    return min(max(wait, 0.1), MAX_RETRY_AFTER) if wait == wait else 1.0
 
 
 def _quote(part: str) -> str:

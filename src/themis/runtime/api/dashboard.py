@@ -10,7 +10,11 @@ and removed from the address bar at once.
 
 What each token sees, as everywhere in the API (``runtime.auth``):
 
-- the admin and the submit token: everything, read-only;
+- the admin token: everything, read-only;
+- the submit token (shared by every user): every app's name, state, GPUs, leases, rho
+  and queued trials, but no text an app's trials wrote: no events (they hold trial log
+  lines and errors) and an ended app's reason rebuilt from its counts
+  (``queries.as_seen_by``);
 - an app token: its own app only. GPUs other apps hold (or their stopping jobs still
   hold) are shown as taken by "another app", with no name, trial or lease end (one lease
   end per lease would group them back into apps); other apps' rows, rho, queued trials
@@ -23,12 +27,14 @@ scheduling loop knows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from themis.runtime.api.auth import Principal
-from themis.runtime.api.queries import status_rows
-from themis.runtime.state.store import LeaseRow, Store
+from themis.runtime.api.queries import StatusRow, as_seen_by, status_rows
+from themis.runtime.state.store import EventRow, LeaseRow, Store
 
 #: Recent events shown, newest first.
 EVENTS = 50
@@ -63,19 +69,69 @@ def static_file(name: str) -> bytes:
     return resources.files("themis.runtime.api").joinpath("static", name).read_bytes()
 
 
+@dataclass(frozen=True)
+class ClusterFacts:
+    """What ``/v1/cluster`` shows, read once for every caller (``api.snapshot`` keeps it
+    for a moment): nothing here depends on who asks; :func:`cluster_for` cuts it."""
+
+    rows: list[StatusRow]  # every app, in page order (``queries.status_rows``)
+    held: dict[tuple[str, int], LeaseRow]  # (node id, slot) -> its lease
+    view: dict[str, Any]  # the loop's ``cluster_view``
+    queued: list[dict[str, Any]]  # every queued trial of active apps, in submission order
+    events: list[tuple[int, EventRow]]  # the last EVENTS of every app, newest first
+
+
+def cluster_facts(store: Store, view: dict[str, Any], rows: list[StatusRow]) -> ClusterFacts:
+    """Read what every caller's answer is cut from; ``rows`` are the status rows."""
+    held: dict[tuple[str, int], LeaseRow] = {}
+    for lease in store.leases():
+        for node_id, slot in lease.gpus:
+            held[(str(node_id), int(slot))] = lease
+    queued: list[dict[str, Any]] = []
+    for app in store.app_briefs():
+        if app.state not in ("submitted", "running"):
+            continue
+        for trial in store.trials(app.app_id):
+            if trial.state in QUEUED_STATES:
+                queued.append(
+                    {
+                        "app_id": app.app_id,
+                        "trial_id": trial.trial_id,
+                        "state": "submitted" if app.state == "submitted" else trial.state,
+                        "gpus": trial.gang,
+                        "steps_done": trial.steps_done,
+                        "steps_total": trial.budget,
+                    }
+                )
+    return ClusterFacts(rows, held, view, queued, store.recent_events(None, EVENTS))
+
+
 def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[str, Any]:
-    """The dashboard's data as ``who`` may see it (all but ``arbiter`` and ``now``, which
-    the API adds)."""
+    """The dashboard's data as ``who`` may see it, read now (all but ``arbiter`` and
+    ``now``, which the API adds); the API serves :func:`cluster_for` of a shared
+    snapshot instead."""
+    rows = status_rows(store)
+    facts = cluster_facts(store, view, rows)
+    return cluster_for(facts, who, lambda app_id: store.recent_events(app_id, EVENTS))
+
+
+def cluster_for(
+    facts: ClusterFacts,
+    who: Principal,
+    events_of: Callable[[str], list[tuple[int, EventRow]]],
+    offset: int = 0,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """``facts`` as ``who`` may see them, apps ``offset`` to ``offset + limit`` (every
+    app: None); ``events_of(app)`` gives an app token its own app's recent events."""
     only = who.app_id if who.role == "app" else None
+    view = facts.view
     epoch = float(view.get("epoch") or 0.0)
 
     def visible(app_id: str) -> bool:
         return only is None or app_id == only
 
-    held: dict[tuple[str, int], LeaseRow] = {}
-    for lease in store.leases():
-        for node_id, slot in lease.gpus:
-            held[(str(node_id), int(slot))] = lease
+    held = facts.held
     stopping = {(str(n), int(s)): (str(a), str(t)) for n, s, a, t in view.get("draining", [])}
     machines = []
     for node in view.get("machines", []):
@@ -100,33 +156,22 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
                 gpus.append(_gpu(slot, other=True))
         machines.append({**{k: node.get(k) for k in _MACHINE_FIELDS}, "gpus": gpus})
 
-    apps = [row.to_dict() for row in status_rows(store, only)]
+    mine = [row for row in facts.rows if visible(row.app_id)]
+    page = mine[offset:] if limit is None else mine[offset : offset + limit]
+    apps = [as_seen_by(row, who).to_dict() for row in page]
     names = {row["app_id"] for row in apps}
     rho = {
         app_id: [[wall, value] for wall, value in points]
         for app_id, points in view.get("rho", {}).items()
         if app_id in names
     }
-    queued: list[dict[str, Any]] = []
-    total = 0
-    for row in store.apps(("submitted", "running")):
-        if not visible(row.app_id):
-            continue
-        for trial in store.trials(row.app_id):
-            if trial.state not in QUEUED_STATES:
-                continue
-            total += 1
-            if len(queued) < QUEUED:
-                queued.append(
-                    {
-                        "app_id": row.app_id,
-                        "trial_id": trial.trial_id,
-                        "state": "submitted" if row.state == "submitted" else trial.state,
-                        "gpus": trial.gang,
-                        "steps_done": trial.steps_done,
-                        "steps_total": trial.budget,
-                    }
-                )
+    queued = [q for q in facts.queued if visible(q["app_id"])]
+    if who.role == "submit":
+        readable: list[tuple[int, EventRow]] = []  # events hold what trials logged and raised
+    elif only is not None:
+        readable = events_of(only)
+    else:
+        readable = facts.events
     events = [
         {
             "id": event_id,
@@ -136,15 +181,19 @@ def cluster_answer(store: Store, view: dict[str, Any], who: Principal) -> dict[s
             "trial_id": event.trial_id,
             "message": event.message[:MESSAGE_CHARS],
         }
-        for event_id, event in store.recent_events(only, EVENTS)
+        for event_id, event in readable
+        if who.may_read_text_of(event.app_id)
     ]
+    nxt = offset + len(page)
     return {
         "role": who.role,
         "machines": machines,
         "apps": apps,
+        "apps_total": len(mine),
+        "next": nxt if nxt < len(mine) else None,
         "rho": rho,
-        "queued": queued,
-        "queued_total": total,
+        "queued": queued[:QUEUED],
+        "queued_total": len(queued),
         "events": events,
     }
 

@@ -95,7 +95,11 @@ class AppStatus(BaseModel):
 
 class StatusResponse(BaseModel):
     arbiter: Liveness
-    apps: list[AppStatus]
+    apps: list[AppStatus] = Field(
+        description="a page of apps: active ones first, then ended ones, the last to end first"
+    )
+    apps_total: int = Field(description="apps this token sees, on every page")
+    next: int | None = Field(description="the offset of the next page (None: no more)")
 
 
 class GpuSlot(BaseModel):
@@ -145,13 +149,18 @@ class ClusterResponse(BaseModel):
     role: Literal["admin", "submit", "app"] = Field(description="what the token is")
     arbiter: Liveness
     machines: list[Machine] = Field(description="by rack, then node id")
-    apps: list[AppStatus]
+    apps: list[AppStatus] = Field(description="a page of apps, as in /v1/status")
+    apps_total: int
+    next: int | None = Field(description="the offset of the next page of apps (None: no more)")
     rho: dict[str, list[tuple[float, float]]] = Field(
-        description="app -> [wall clock, rho] points since serve started"
+        description="app -> [wall clock, rho] points since serve started (apps of the page)"
     )
     queued: list[QueuedTrial] = Field(description="at most 500")
     queued_total: int
-    events: list[Event] = Field(description="the last 50, newest first")
+    events: list[Event] = Field(
+        description="the last 50 this token may read, newest first (none to the submit "
+        "token: events hold what trials logged and raised)"
+    )
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, object]]:
@@ -163,6 +172,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, object]]:
         404: "no such app",
         409: "an app of that name exists (names are unique ignoring case and Unicode form)",
         413: "request body too large",
+        429: "over this token's request rate: retry after Retry-After seconds",
         503: "the scheduling loop is busy or did not answer in time, or the state database "
         "is damaged",
     }

@@ -8,14 +8,18 @@ scheduling loop answers (``runtime.commands``), so the loop stays the store's on
 Routes (JSON unless said otherwise):
 
 - ``GET /healthz``: ``{"ok": true}``, no token (for load balancers and probes);
-- ``GET /v1/status``: the arbiter's liveness and one row per app (an app token: its own);
+- ``GET /v1/status?offset=N&limit=M``: the arbiter's liveness and one row per app (an app
+  token: its own), a page of ``limit`` (default ``PAGE``) apps from ``offset``: active
+  apps first, then ended ones, the last to end first; ``apps_total`` and ``next`` (the
+  next page's offset, or null) say what is left;
 - ``POST /v1/apps``: ``{"text": <app.yaml>, "source": <name>, "base_dir": <abs path>}`` ->
   ``{"app_id", "token", "trials"}``; the body is refused unread past its size limit;
 - ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
-- ``GET /v1/cluster``: the live view of the cluster (machines and who holds their GPUs
-  until when, rho over time, queued trials, recent events); an app token: its own app;
+- ``GET /v1/cluster?offset=N&limit=M``: the live view of the cluster (machines and who
+  holds their GPUs until when, a page of apps as in status and their rho over time,
+  queued trials, recent events); an app token: its own app;
 - ``GET /dashboard``: the page that shows it (no token to load it; it asks for one and
   calls ``/v1/cluster``; ``runtime.dashboard``), with ``/dashboard/dashboard.js`` and
   ``/dashboard/dashboard.css``;
@@ -27,8 +31,12 @@ Routes (JSON unless said otherwise):
 
 Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
 403 (a token that may not do this), 404, 409 (an app of that name exists, ignoring case),
-413 (too large), 503 (busy, timed out, or the state database damaged: then ``/healthz``
-answers 503 too and the loop stops at its next tick).
+413 (too large), 429 (over the token's rate, with ``Retry-After``; ``api.ratelimit``),
+503 (busy, timed out, or the state database damaged: then ``/healthz`` answers 503 too and
+the loop stops at its next tick).
+
+The read routes answer from a snapshot shared by every caller for ``SNAPSHOT_MAX_AGE``
+(``api.snapshot``), so a flood of polls costs the scheduling loop one read per moment.
 """
 
 from __future__ import annotations
@@ -51,8 +59,19 @@ from starlette.concurrency import run_in_threadpool
 from themis.errors import ThemisError
 from themis.runtime.api import models as m
 from themis.runtime.api.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
-from themis.runtime.api.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
-from themis.runtime.api.queries import log_lines, status_rows
+from themis.runtime.api.dashboard import (
+    EVENTS,
+    PAGE_HEADERS,
+    STATIC,
+    ClusterFacts,
+    cluster_facts,
+    cluster_for,
+    static_file,
+)
+from themis.runtime.api.metrics import ApiMetrics
+from themis.runtime.api.queries import as_seen_by, log_lines, status_rows
+from themis.runtime.api.ratelimit import RateLimiter, retry_after
+from themis.runtime.api.snapshot import SharedReads
 from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
@@ -72,13 +91,18 @@ DRAIN_LIMIT = 16 * 2**20
 MAX_EVENT_ID = 2**63 - 1
 #: The loop is called stalled when its last tick is older than this many ticks (and 5 s).
 STALL_TICKS = 50
+#: Apps per page of ``/v1/status`` and ``/v1/cluster`` unless ``limit`` says otherwise,
+#: and the most ``limit`` may ask: an answer does not grow with the state's history.
+PAGE = 200
+MAX_PAGE = 1000
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers
 
 
 @dataclass
@@ -91,6 +115,10 @@ class ApiContext:
     #: The loop's machines and rho history for ``/v1/cluster`` (``cluster_view``); None:
     #: no machine and no history (an API without a loop, in tests).
     view: Callable[[], dict[str, Any]] | None = None
+    #: Each caller's requests per second (``api.ratelimit``; None: the defaults).
+    limiter: RateLimiter | None = None
+    #: The API's metrics, on ``metrics``' registry (None: made by ``make_api``).
+    api_metrics: ApiMetrics | None = None
 
 
 def make_api(ctx: ApiContext) -> FastAPI:
@@ -105,6 +133,11 @@ def make_api(ctx: ApiContext) -> FastAPI:
     local = threading.local()
     state_health = health_of(ctx.state_dir / DB_NAME)
     rotating = threading.Lock()
+    if ctx.api_metrics is None:
+        ctx.api_metrics = ApiMetrics(ctx.metrics.registry)
+    api_metrics = ctx.api_metrics
+    limiter = ctx.limiter or RateLimiter()
+    shared = SharedReads(on_build=lambda key: api_metrics.snapshot_builds.inc())
     # Declares the bearer scheme in the schema; the token itself is checked by principal().
     bearer = [Security(HTTPBearer(auto_error=False, description="admin, submit or app token"))]
 
@@ -128,15 +161,45 @@ def make_api(ctx: ApiContext) -> FastAPI:
             raise ApiError(401, "unknown token")
         return Principal("app", app_id)
 
-    def acting_on(request: Request, app_id: str) -> Principal:
+    def caller(request: Request) -> Principal:
+        """Who calls (401 if nobody), within their rate (429 past it, counted)."""
         who = principal(request)
+        if who.role == "submit":  # shared by every user: a bucket per client address
+            key: tuple[str, str | None] = ("submit", request.client and request.client.host)
+        else:
+            key = (who.role, who.app_id)
+        wait = limiter.take(key)
+        if wait > 0:
+            api_metrics.rate_limited.labels(who.role).inc()
+            raise ApiError(
+                429,
+                f"too many requests from this token; retry in {wait:.1f} s",
+                {"Retry-After": retry_after(wait)},
+            )
+        return who
+
+    def world() -> ClusterFacts:
+        """The shared snapshot of every app (``api.snapshot``)."""
+
+        def build() -> ClusterFacts:
+            view = ctx.view() if ctx.view is not None else {}
+            return cluster_facts(store(), view, status_rows(store()))
+
+        facts: ClusterFacts = shared.get("world", build)
+        return facts
+
+    def events_of(app_id: str) -> list[Any]:
+        return list(shared.get(("events", app_id), lambda: store().recent_events(app_id, EVENTS)))
+
+    def acting_on(request: Request, app_id: str) -> Principal:
+        who = caller(request)
         if not who.may_act_on(app_id):
             raise ApiError(403, f"this token may not act on app {app_id!r}")
         return who
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        headers = {"Connection": "close"} if exc.status == 413 else None
+        headers = {"Connection": "close"} if exc.status == 413 else exc.headers
         detail = _one_line(exc.detail)
         return JSONResponse({"detail": detail}, status_code=exc.status, headers=headers)
 
@@ -172,25 +235,35 @@ def make_api(ctx: ApiContext) -> FastAPI:
     @app.get(
         "/v1/status",
         response_model=m.StatusResponse,
-        responses=m.errors(400, 401, 503),
+        responses=m.errors(400, 401, 429, 503),
         dependencies=bearer,
     )
-    def status(request: Request) -> dict[str, Any]:
-        who = principal(request)
-        only = who.app_id if who.role == "app" else None
-        rows = [r.to_dict() for r in status_rows(store(), only)]
-        return {"arbiter": liveness(ctx.snapshot()), "apps": rows}
+    def status(request: Request, offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
+        _check_page(offset, limit)
+        who = caller(request)
+        mine = [r for r in world().rows if who.role != "app" or r.app_id == who.app_id]
+        page = mine[offset : offset + limit]
+        rows = [as_seen_by(r, who).to_dict() for r in page]
+        nxt = offset + len(page)
+        return {
+            "arbiter": liveness(ctx.snapshot()),
+            "apps": rows,
+            "apps_total": len(mine),
+            "next": nxt if nxt < len(mine) else None,
+        }
 
     @app.get(
         "/v1/cluster",
         response_model=m.ClusterResponse,
-        responses=m.errors(400, 401, 503),
+        responses=m.errors(400, 401, 429, 503),
         dependencies=bearer,
     )
-    def cluster(request: Request, response: Response) -> dict[str, Any]:
-        who = principal(request)
-        view = ctx.view() if ctx.view is not None else {}
-        answer = cluster_answer(store(), view, who)
+    def cluster(
+        request: Request, response: Response, offset: int = 0, limit: int = PAGE
+    ) -> dict[str, Any]:
+        _check_page(offset, limit)
+        who = caller(request)
+        answer = cluster_for(world(), who, events_of, offset, limit)
         response.headers["Cache-Control"] = "no-store"
         return {"now": time.time(), "arbiter": liveness(ctx.snapshot()), **answer}
 
@@ -212,12 +285,12 @@ def make_api(ctx: ApiContext) -> FastAPI:
         "/v1/apps",
         status_code=201,
         response_model=m.SubmitResponse,
-        responses=m.errors(400, 401, 403, 409, 413, 503),
+        responses=m.errors(400, 401, 403, 409, 413, 429, 503),
         dependencies=bearer,
         openapi_extra=m.body_schema(m.SubmitRequest),
     )
     async def submit(request: Request) -> dict[str, Any]:
-        who = principal(request)
+        who = caller(request)
         if not who.may_submit:
             raise ApiError(403, "submitting needs the submit or admin token")
         body = _model(m.SubmitRequest, await _bounded_body(request))
@@ -231,12 +304,13 @@ def make_api(ctx: ApiContext) -> FastAPI:
         app_file = parse_app_text(text, source, base_dir)
         command, token = submit_command(app_file, source)
         result = ctx.commands.put(command).wait(30.0)
+        shared.invalidate()  # the submitter reads its app at once
         return {**result, "token": token}
 
     @app.post(
         "/v1/apps/{app_id}/cancel",
         response_model=m.Reply,
-        responses=m.errors(400, 401, 403, 404, 503),
+        responses=m.errors(400, 401, 403, 404, 429, 503),
         dependencies=bearer,
     )
     def cancel(app_id: str, request: Request, wait: float = 30.0) -> dict[str, Any]:
@@ -244,12 +318,15 @@ def make_api(ctx: ApiContext) -> FastAPI:
             raise ApiError(400, f"wait must be a finite number of seconds >= 0, got {wait}")
         acting_on(request, app_id)
         command = ctx.commands.put(Command("cancel", app_id))
-        return {"reply": command.wait(min(max(wait, 0.0), MAX_WAIT))}
+        try:
+            return {"reply": command.wait(min(max(wait, 0.0), MAX_WAIT))}
+        finally:
+            shared.invalidate()
 
     @app.post(
         "/v1/apps/{app_id}/release",
         response_model=m.Reply,
-        responses=m.errors(400, 401, 403, 404, 413, 503),
+        responses=m.errors(400, 401, 403, 404, 413, 429, 503),
         dependencies=bearer,
         openapi_extra=m.body_schema(m.ReleaseRequest),
     )
@@ -257,12 +334,15 @@ def make_api(ctx: ApiContext) -> FastAPI:
         acting_on(request, app_id)
         trial = _model(m.ReleaseRequest, await _bounded_body(request, 1024)).trial
         command = ctx.commands.put(Command("release", app_id, {"trial": trial}))
-        return {"reply": await run_in_threadpool(command.wait, 30.0)}
+        try:
+            return {"reply": await run_in_threadpool(command.wait, 30.0)}
+        finally:
+            shared.invalidate()
 
     @app.get(
         "/v1/apps/{app_id}/logs",
         response_model=m.LogsResponse,
-        responses=m.errors(400, 401, 403, 404, 503),
+        responses=m.errors(400, 401, 403, 404, 429, 503),
         dependencies=bearer,
     )
     def logs(app_id: str, request: Request, after: int = 0) -> dict[str, Any]:
@@ -276,12 +356,12 @@ def make_api(ctx: ApiContext) -> FastAPI:
     @app.post(
         "/v1/tokens/rotate",
         response_model=m.RotateResponse,
-        responses=m.errors(400, 401, 403, 413),
+        responses=m.errors(400, 401, 403, 413, 429),
         dependencies=bearer,
         openapi_extra=m.body_schema(m.RotateRequest),
     )
     async def rotate(request: Request) -> dict[str, Any]:
-        if principal(request).role != "admin":
+        if caller(request).role != "admin":
             raise ApiError(403, "rotating a token needs the admin token")
         which = _model(m.RotateRequest, await _bounded_body(request, 1024)).which
         return {"which": which, "token": await run_in_threadpool(_rotate_now, which)}
@@ -298,19 +378,19 @@ def make_api(ctx: ApiContext) -> FastAPI:
         response_class=Response,
         responses={
             200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
-            **m.errors(401, 403),
+            **m.errors(401, 403, 429),
         },
         dependencies=bearer,
     )
     def metrics(request: Request) -> Response:
-        if principal(request).role != "admin":
+        if caller(request).role != "admin":
             raise ApiError(403, "metrics need the admin token")
         return Response(ctx.metrics.render(), media_type="text/plain; version=0.0.4")
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(request: Request) -> JSONResponse:
         """The API's schema (OpenAPI 3), to admins: it lists every route and field."""
-        if principal(request).role != "admin":
+        if caller(request).role != "admin":
             raise ApiError(403, "the schema needs the admin token")
         return JSONResponse(app.openapi())
 
@@ -323,6 +403,13 @@ _Model = TypeVar("_Model", bound=BaseModel)
 def _static(name: str) -> Response:
     """A file of the dashboard page, with headers that let only its own scripts run."""
     return Response(static_file(name), media_type=STATIC[name], headers=PAGE_HEADERS)
+
+
+def _check_page(offset: int, limit: int) -> None:
+    if not 0 <= offset <= MAX_EVENT_ID:
+        raise ApiError(400, f"offset must be from 0 to {MAX_EVENT_ID}, got {offset}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise ApiError(400, f"limit must be from 1 to {MAX_PAGE}, got {limit}")
 
 
 def _model(model: type[_Model], body: bytes) -> _Model:

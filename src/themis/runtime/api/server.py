@@ -83,19 +83,33 @@ class ApiServer:
         certfile: str | None,
         keyfile: str | None,
         sock: socket.socket | None = None,
+        metrics: Any = None,
     ) -> ApiServer:
-        """Serve ``app`` on ``sock`` (bound by :meth:`bind`), or on a socket bound now."""
+        """Serve ``app`` on ``sock`` (bound by :meth:`bind`), or on a socket bound now;
+        ``metrics`` (``ApiMetrics``) counts connections (None: counted nowhere).
+
+        Connections are guarded by ``api.connections``: a deadline for each request's
+        headers and body, a connection limit that sheds the slowest sender of headers,
+        and a limit on requests (not connections) in flight. uvicorn's own
+        ``limit_concurrency`` is off: it counted half-open connections as requests."""
         import uvicorn
+        from prometheus_client import CollectorRegistry
+
+        from themis.runtime.api.connections import ConnectionGuard, RequestLimit, guarded_protocol
+        from themis.runtime.api.metrics import ApiMetrics
 
         if sock is None:
             sock = cls.bind(host, port)
+        if metrics is None:
+            metrics = ApiMetrics(CollectorRegistry())
         bound = sock.getsockname()[1]
         config = uvicorn.Config(
-            app,
+            RequestLimit(app, metrics),
+            http=guarded_protocol(ConnectionGuard(metrics)),
             log_level="warning",
             access_log=False,
             lifespan="off",
-            limit_concurrency=256,
+            limit_concurrency=None,
             timeout_keep_alive=5,
             ssl_certfile=certfile,
             ssl_keyfile=keyfile,

@@ -132,6 +132,30 @@ class AppRow:
 
 
 @dataclass(frozen=True)
+class AppBrief:
+    """An app's row without its spec or token: what a status table shows, cheap to read
+    for thousands of apps (no spec is parsed)."""
+
+    app_id: str
+    state: str
+    submitted_at: float
+    finish: float | None
+    rho: float | None
+    gpus: int
+    reason: str | None
+    note: str | None
+
+
+@dataclass(frozen=True)
+class TrialTally:
+    """An app's trials counted by state, with their steps done and budgets summed."""
+
+    states: dict[str, int]
+    steps_done: int
+    steps_total: int
+
+
+@dataclass(frozen=True)
 class TrialRow:
     app_id: str
     trial_id: str
@@ -433,6 +457,33 @@ class Store:
             args = states
         rows = self.db.execute(query + " ORDER BY submitted_at, app_id", args).fetchall()
         return [_app_row(r) for r in rows]
+
+    def app_briefs(self, app_id: str | None = None) -> list[AppBrief]:
+        """Every app (or app ``app_id``) in submission order, without specs."""
+        where, args = ("WHERE app_id = ?", (app_id,)) if app_id is not None else ("", ())
+        rows = self.db.execute(
+            "SELECT app_id, state, submitted_at, finish, rho, gpus, reason, note FROM apps "
+            f"{where} ORDER BY submitted_at, app_id",  # nosec B608 (constant text)
+            args,
+        ).fetchall()
+        return [AppBrief(*r) for r in rows]
+
+    def trial_tallies(self, app_id: str | None = None) -> dict[str, TrialTally]:
+        """app -> its trials counted by state (one grouped query for every app)."""
+        where, args = ("WHERE app_id = ?", (app_id,)) if app_id is not None else ("", ())
+        rows = self.db.execute(
+            "SELECT app_id, state, COUNT(*), SUM(steps_done), SUM(budget) FROM trials "
+            f"{where} GROUP BY app_id, state",  # nosec B608 (constant text)
+            args,
+        ).fetchall()
+        states: dict[str, dict[str, int]] = {}
+        sums: dict[str, list[int]] = {}
+        for app, state, count, done, total in rows:
+            states.setdefault(app, {})[state] = count
+            acc = sums.setdefault(app, [0, 0])
+            acc[0] += done or 0
+            acc[1] += total or 0
+        return {app: TrialTally(states[app], *sums[app]) for app in states}
 
     def app_with_token(self, token_hash: str) -> str | None:
         """The app whose token has this hash, if any."""

@@ -3,6 +3,8 @@
 // Safety rules of this file (tests/runtime/test_dashboard.py checks them):
 // - everything the server sends is put in the page as text (textContent, attributes set
 //   one by one), never parsed as HTML: an app named "<script>" shows as those characters;
+// - text is inert first (inert()): control characters and Unicode bidi controls show
+//   escaped ("\x1b", "\u202e"), so "invoice_\u202egpj.exe" cannot pose as "...exe.jpg";
 // - the token stays in this tab's sessionStorage and goes only into the Authorization
 //   header of requests to this origin; a "#token=..." fragment is read once and removed
 //   from the address bar (a fragment is never sent to the server, so it is in no log).
@@ -20,9 +22,22 @@
 
   function $(id) { return document.getElementById(id); }
 
+  // C0 and C1 controls, DEL, bidi embeddings/overrides/isolates/marks, line separators
+  // (the CLI's cli/inert.py escapes the same set).
+  var CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+  function inert(text) {
+    return String(text).replace(CONTROLS, function (c) {
+      var code = c.charCodeAt(0);
+      var hex = code.toString(16);
+      if (code < 0x100) { return "\\x" + ("0" + hex).slice(-2); }
+      return "\\u" + ("000" + hex).slice(-4);
+    });
+  }
+
   function el(tag, text, cls) {
     var node = document.createElement(tag);
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    if (text !== undefined && text !== null) { node.textContent = inert(text); }
     if (cls) { node.className = cls; }
     return node;
   }
@@ -59,7 +74,7 @@
   function setState(state, message) {
     document.body.setAttribute("data-state", state);
     var notice = $("notice");
-    notice.textContent = message || "";
+    notice.textContent = inert(message || "");
     notice.hidden = !message;
     notice.className = state === "ok" ? "" : state;
   }
@@ -104,7 +119,7 @@
     var text = "arbiter " + a.state + " · " + (a.gpus || 0) + " GPUs on " + (a.machines || 0) +
       " machines · " + (a.rounds || 0) + " rounds · " + who;
     if (a.ray_error) { text += " · Ray: " + a.ray_error; }
-    $("arbiter").textContent = text;
+    $("arbiter").textContent = inert(text);
     $("arbiter").className = "arbiter " + a.state;
     $("updated").textContent = "updated " + clock(data.now);
   }
