@@ -14,6 +14,8 @@ from themis.runtime.loop import rungs
 from themis.runtime.loop.halving import ENDED
 from themis.runtime.loop.live import LiveApp
 from themis.runtime.loop.service_base import ServiceBase
+from themis.runtime.loop.start_watch import resume_check
+from themis.runtime.workers.checkpoint import REFUSALS
 from themis.runtime.workers.jobs import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 
@@ -85,6 +87,8 @@ class ReportHandling(ServiceBase):
         current = self.jobs.running.get(rj.key) is rj
         if current and p.started and not rj.started:
             rj.started = True
+            self.start_watch.started(rj.key)
+            resume_check(live, rj, p, now, self.store, self.metrics)
             clock = self.clocks.get(rj.key)
             if clock is not None and job.gpus:
                 job.until = clock.start(now)
@@ -182,6 +186,11 @@ def _out_of_range(report: Progress | Outcome, budget: int) -> str | None:
             for k, v in metrics.items()
         ):
             return "metrics must be finite numbers by name"
+    for p in (last,) if isinstance(report, Outcome) else (report,):
+        if type(p.start_step) is not int or not 0 <= p.start_step <= budget:
+            return f"start_step {str(p.start_step)[:40]} not in 0..{budget}"
+        if p.refused not in ("", *REFUSALS):
+            return f"refused {str(p.refused)[:20]}"
     if any(not isinstance(line, str) for line in last.logs):
         return "log lines must be text"
     if isinstance(report, Outcome) and (

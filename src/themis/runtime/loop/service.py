@@ -56,6 +56,7 @@ from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.options import ServiceOptions
 from themis.runtime.loop.outcomes import app_outcome
 from themis.runtime.loop.requests import RequestHandling
+from themis.runtime.loop.start_watch import MAX_START_TIMEOUTS, StartWatch
 from themis.runtime.loop.status import StatusReporting
 from themis.runtime.state.store import StateLost, Store
 from themis.runtime.state.tokens import new_token
@@ -113,6 +114,7 @@ class ArbiterService(
         self.book = AppBook()
         self.rho_history = RhoHistory()  # for the dashboard (runtime.dashboard)
         self.clocks: dict[Key, LeaseClock] = {}
+        self.start_watch = StartWatch(options.start_deadline)
         self.submitted: list[str] = []
         self.rounds = 0
         self.started_wall = time.time()
@@ -233,6 +235,7 @@ class ArbiterService(
         needs_round = self._admit(now) or needs_round
         needs_round = self._collect(now) or needs_round
         self._enforce_grace()
+        needs_round = self._enforce_start_deadline(now) or needs_round
         needs_round = self._apply_halving(now) or needs_round
         self._hold_unstarted_leases(now)
         horizon = now + self.options.tick
@@ -379,6 +382,28 @@ class ArbiterService(
                 if job.gpus:
                     job.until = clock.hold(now)
 
+    def _enforce_start_deadline(self, now: float) -> bool:
+        """Stop each job past its start deadline as a lease end is stopped (killed after
+        the grace if it does not return); its trial waits again, or fails after
+        ``MAX_START_TIMEOUTS`` in a row (``start_watch``)."""
+        overdue = self.start_watch.overdue(self.jobs.running, time.time())
+        for rj in overdue:
+            live = self.apps.get(rj.app_id)
+            if live is None or not live.job(rj.trial_id).gpus:
+                continue
+            job = live.job(rj.trial_id)
+            misses = self.start_watch.missed(rj.key)
+            why = self.start_watch.why(misses)
+            self.metrics.start_timeouts.inc()
+            log.warning("themis serve: %s/%s %s", rj.app_id, rj.trial_id, why)
+            if misses >= MAX_START_TIMEOUTS:
+                self.start_watch.started(rj.key)  # forgotten: the trial is over
+                live.first_error = live.first_error or why
+                self._finish_trial(live, job, now, "failed", f"failed: {why}")
+            else:
+                self._stop_job(job, now, "waiting", why)
+        return bool(overdue)
+
     def _record_lease(self, job: JobState, now: float, renewed: bool) -> None:
         slots = [self.inventory.slots[g] for g in job.gpus]
         self.store.set_lease(job.app.app_id, job.job_id, slots, now, job.until)
@@ -424,6 +449,7 @@ class ArbiterService(
             master_addr=self.inventory.address(placement[0][0]),
             rank_per_gpu=spec.ranks == "gpu",
             checkpoint_key=self.checkpoint_key(key[0]),
+            expected_step=int(live.durable.get(key[1], 0)),
         )
 
     def checkpoint_key(self, app_id: str) -> str:

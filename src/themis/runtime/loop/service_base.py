@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from themis.runtime.loop.live import LiveApp
     from themis.runtime.loop.metrics import ArbiterMetrics
     from themis.runtime.loop.options import ServiceOptions
+    from themis.runtime.loop.start_watch import StartWatch
     from themis.runtime.state.store import Store
     from themis.runtime.workers.ray_inventory import Inventory
 
@@ -38,6 +39,7 @@ class ServiceBase:
     commands: CommandQueue
     inventory: Inventory
     clocks: dict[Key, LeaseClock]
+    start_watch: StartWatch
     rho_history: RhoHistory
     epoch: float
     submitted: list[str]
