@@ -19,6 +19,29 @@ def test_serve_refuses_a_grace_not_shorter_than_the_lease(tmp_path: Path) -> Non
     assert not (tmp_path / "s").exists()
 
 
+def test_serve_refuses_a_start_timeout_that_is_not_a_positive_number(tmp_path: Path) -> None:
+    for bad in ("0", "-5", "nan", "soon"):
+        one_line_error(
+            themis("serve", "--state-dir", tmp_path / "s", "--init", "--start-timeout", bad),
+            "'--start-timeout'",
+        )
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_start_deadline_defaults_to_the_lease_and_at_least_a_minute() -> None:
+    import pytest
+
+    from themis.errors import ThemisError
+    from themis.runtime.loop.service import ServiceOptions
+
+    assert ServiceOptions(lease=600.0).start_deadline == 600.0
+    assert ServiceOptions(lease=20.0, grace=10.0).start_deadline == 60.0
+    assert ServiceOptions(lease=20.0, grace=10.0, start_timeout=5.0).start_deadline == 5.0
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ThemisError, match="--start-timeout must be a positive number"):
+            ServiceOptions(start_timeout=bad)
+
+
 def test_serve_refuses_a_missing_state_without_init_and_creates_nothing(tmp_path: Path) -> None:
     one_line_error(
         themis("serve", "--state-dir", tmp_path / "s"),

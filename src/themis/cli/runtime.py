@@ -134,6 +134,13 @@ def _client(server: str, token: str | None) -> Any:
     show_default=True,
     help="Seconds a job may take to checkpoint after its lease ends.",
 )
+@click.option(
+    "--start-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=1e9),
+    default=None,
+    help="Seconds a launched job may take to reach its training function before it is "
+    "stopped like a lease end [default: the lease, at least 60].",
+)
 @click.option("--exit-when-done", is_flag=True, help="Exit once no app is submitted or running.")
 @click.option(
     "--listen",
@@ -173,6 +180,7 @@ def serve(
     seed: int,
     batch_window: float,
     grace: float,
+    start_timeout: float | None,
     exit_when_done: bool,
     listen: str,
     init: bool,
@@ -212,6 +220,7 @@ def serve(
         fairness_knob=values.pop("fairness_knob"),
         batch_window=batch_window,
         grace=grace,
+        start_timeout=start_timeout,
         seed=seed,
         auction_deadline=values.pop("auction_deadline"),
         knobs=tuple(sorted(values.items())),

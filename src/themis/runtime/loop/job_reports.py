@@ -19,8 +19,10 @@ from themis.runtime.loop.job_control import JobControl, Key
 from themis.runtime.loop.lease_book import LeaseClock
 from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.start_watch import StartWatch, resume_check
 from themis.runtime.loop.trials import Trials
 from themis.runtime.state.store import Store
+from themis.runtime.workers.checkpoint import REFUSALS
 from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import Outcome, Progress
 
@@ -38,6 +40,7 @@ class ReportHandling:
         trials: Trials,
         halving: HalvingControl,
         credentials: JobCredentials,
+        start_watch: StartWatch,
         metrics: ArbiterMetrics,
         clock: Callable[[], float],
     ) -> None:
@@ -49,6 +52,7 @@ class ReportHandling:
         self.trials = trials
         self.halving = halving
         self.credentials = credentials
+        self.start_watch = start_watch
         self.metrics = metrics
         self.now = clock
 
@@ -112,6 +116,8 @@ class ReportHandling:
         current = self.jobs.running.get(rj.key) is rj
         if current and p.started and not rj.started:
             rj.started = True
+            self.start_watch.started(rj.key)
+            resume_check(live, rj, p, now, self.store, self.metrics)
             clock = self.clocks.get(rj.key)
             if clock is not None and job.gpus:
                 job.until = clock.start(now)
@@ -206,6 +212,11 @@ def _out_of_range(report: Progress | Outcome, budget: int) -> str | None:
             for k, v in metrics.items()
         ):
             return "metrics must be finite numbers by name"
+    for p in (last,) if isinstance(report, Outcome) else (report,):
+        if type(p.start_step) is not int or not 0 <= p.start_step <= budget:
+            return f"start_step {str(p.start_step)[:40]} not in 0..{budget}"
+        if p.refused not in ("", *REFUSALS):
+            return f"refused {str(p.refused)[:20]}"
     if any(not isinstance(line, str) for line in last.logs):
         return "log lines must be text"
     if isinstance(report, Outcome) and (

@@ -62,6 +62,7 @@ class Launches:
             master_addr=inventory.address(placement[0][0]),
             rank_per_gpu=spec.ranks == "gpu",
             checkpoint_key=self.credentials.checkpoint_key(key[0]),
+            expected_step=int(live.durable.get(key[1], 0)),
         )
 
     def _starts(self, key: Key) -> int:

@@ -11,6 +11,9 @@ after the grace period). Two rules keep leases honest:
   it is fixed at the start plus the lease length. Otherwise a job slow to start could
   lose its lease before its first step, and a job whose predecessor still drains could
   lose it before it even began (the livelock of issue 12).
+  The wait is bounded: a job that has not started within the start deadline is stopped
+  like a lease end (``start_watch``), or a module that hangs at import would hold its
+  GPUs for ever.
 - **GPUs are free only once the job has really stopped.** A job told to stop keeps its
   GPUs *reserved* until its actor has returned or was killed: the scheduler's view
   (:class:`RuntimeView`) does not offer them, and a grant is not launched onto them.

@@ -9,6 +9,13 @@ One registry per arbiter (not the process-global one, so tests can run several):
   ``themis_leases_preempted_total`` (ended against the job's will: lease not renewed,
   preempted, released, node lost), ``themis_jobs_killed_total`` (ignored a stop past
   the grace period);
+- ``themis_jobs_start_timeouts_total``: jobs stopped because they had not reached their
+  training function within the start deadline (``--start-timeout``);
+- ``themis_checkpoints_refused_total{why}``: checkpoints a job refused to resume from
+  (``unsafe``: not a regular file within the size limit; ``invalid``: a bad seal;
+  ``stale``: older than the arbiter's count; ``newer``: past the budget);
+  ``themis_trial_resets_total``: trials whose count of steps done was reset down to the
+  step their job resumed from (checkpoint refused or missing);
 - ``themis_queue_apps``: apps submitted and not admitted yet; ``themis_waiting_trials``:
   trials of active apps that want GPUs and hold none;
 - ``themis_round_seconds``: how long one scheduling round takes (histogram);
@@ -48,6 +55,22 @@ class ArbiterMetrics:
             "themis_leases_preempted", "Leases ended against the job's will", registry=r
         )
         self.killed = Counter("themis_jobs_killed", "Jobs killed after the grace", registry=r)
+        self.start_timeouts = Counter(
+            "themis_jobs_start_timeouts",
+            "Jobs stopped for not reaching their function within the start deadline",
+            registry=r,
+        )
+        self.checkpoints_refused = Counter(
+            "themis_checkpoints_refused",
+            "Checkpoints a job refused to resume from",
+            ["why"],
+            registry=r,
+        )
+        self.trial_resets = Counter(
+            "themis_trial_resets",
+            "Trials whose steps done were reset down to where their job resumed",
+            registry=r,
+        )
         self.queue = Gauge("themis_queue_apps", "Apps submitted, not admitted", registry=r)
         self.waiting = Gauge(
             "themis_waiting_trials", "Trials wanting GPUs and holding none", registry=r

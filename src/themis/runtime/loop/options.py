@@ -14,6 +14,8 @@ from themis.policies import PolicyOptions
 from themis.runtime.state.log_writer import LogLimits
 
 _POLICY = PolicyOptions()
+#: The shortest default start deadline (seconds; ``--start-timeout`` sets any other).
+MIN_START_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class ServiceOptions:
     fairness_knob: float = _POLICY.fairness_knob
     batch_window: float = DEFAULT_BATCH_WINDOW
     grace: float = 30.0
+    #: Seconds a launched job may take to reach its training function (None: the lease,
+    #: at least :data:`MIN_START_TIMEOUT`); past it, it is stopped like a lease end.
+    start_timeout: float | None = None
     tick: float = 0.2
     inventory_every: float = 2.0
     status_every: float = 1.0
@@ -47,7 +52,22 @@ class ServiceOptions:
                 f"--grace ({self.grace:g}s) must be shorter than --lease ({self.lease:g}s)",
                 field="--grace",
             )
+        if self.start_timeout is not None and not (0 < self.start_timeout < float("inf")):
+            raise ThemisError(
+                f"--start-timeout must be a positive number of seconds, got {self.start_timeout:g}",
+                field="--start-timeout",
+            )
         self.policy_options()  # the knobs' rules, before anything starts
+
+    @property
+    def start_deadline(self) -> float:
+        """Seconds from a job's launch to the report that its function runs. Without a
+        bound, a module that hangs at import held its GPUs for ever; by default a job may
+        take a lease to start (a job that starts holds its GPUs that long anyway), but at
+        least a minute, for Ray workers and imports on a busy node."""
+        if self.start_timeout is not None:
+            return self.start_timeout
+        return max(self.lease, MIN_START_TIMEOUT)
 
     def policy_options(self) -> PolicyOptions:
         chosen: dict[str, Any] = {

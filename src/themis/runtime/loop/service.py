@@ -53,6 +53,7 @@ from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.options import ServiceOptions
 from themis.runtime.loop.requests import RequestHandling
 from themis.runtime.loop.rounds import Rounds
+from themis.runtime.loop.start_watch import StartDeadlines, StartWatch
 from themis.runtime.loop.status import StatusReporting
 from themis.runtime.loop.trials import Trials
 from themis.runtime.state.store import StateLost, Store
@@ -96,6 +97,7 @@ class ArbiterService:
         self.current = CurrentInventory(read_inventory(nodes()))
         self.rho_history = RhoHistory()  # for the dashboard (api.dashboard)
         self.clocks: dict[Key, LeaseClock] = {}
+        self.start_watch = StartWatch(options.start_deadline)
         self._round_due = True  # a restarted arbiter hands out GPUs at once
         # App logs are queued and written off the loop, within per-app limits: the tick
         # never waits on what tenants write (state/log_writer.py).
@@ -133,8 +135,12 @@ class ArbiterService:
             self.trials,
             self.halving,
             self.credentials,
+            self.start_watch,
             self.metrics,
             self.now,
+        )
+        self.start_deadlines = StartDeadlines(
+            self.start_watch, self.book, self.jobs, self.trials, self.metrics
         )
         self.rounds = Rounds(
             self.policy,
@@ -284,6 +290,7 @@ class ArbiterService:
         needs_round = self.admission.admit(now) or needs_round
         needs_round = self.reports.collect(now) or needs_round
         self.reports.enforce_grace()
+        needs_round = self.start_deadlines.enforce(now) or needs_round
         needs_round = self.halving.apply(now) or needs_round
         self.rounds.hold_unstarted_leases(now)
         ending = self.rounds.lease_ends_by(now + self.options.tick)

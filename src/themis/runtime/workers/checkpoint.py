@@ -28,13 +28,16 @@ deployment can and cannot isolate is in docs/runtime.md (Security).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import io
 import json
 import os
 import secrets
+import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +47,27 @@ MAGIC = b"THEMIS-CKPT-2\n"
 _MAC_BYTES = 32
 #: The arbiter's secret, in its state directory (0600): per-app keys derive from it.
 SECRET_FILE = "checkpoint.key"
+#: The largest checkpoint written or read (bytes, seal included): a bound on what one
+#: resume loads into memory, whatever sits at the path. 16 GiB holds the state of a model
+#: of a few billion parameters with its optimizer; larger checkpoints are refused at save
+#: with one line rather than written and never read back.
+MAX_BYTES = 16 << 30
+
+
+#: Why a checkpoint was refused, as :attr:`CheckpointRefused.why` names it (a closed set:
+#: the arbiter counts refusals by it, ``themis_checkpoints_refused_total{why}``).
+REFUSALS = ("unsafe", "invalid", "stale", "newer")
 
 
 class CheckpointRefused(Exception):
-    """A checkpoint that fails its integrity check (or is not a themis checkpoint)."""
+    """A checkpoint that is not read: not a regular file within the size limit
+    (``unsafe``), fails its integrity check or is not a themis checkpoint (``invalid``),
+    or is sealed but older or newer than the arbiter's count allows (``stale``,
+    ``newer``)."""
+
+    def __init__(self, message: str, why: str = "invalid") -> None:
+        super().__init__(message)
+        self.why = why if why in REFUSALS else "invalid"
 
 
 # -- keys -------------------------------------------------------------------------------
@@ -90,8 +110,13 @@ def write(path: str | Path, key: str, app_id: str, trial_id: str, tree: Any) -> 
         raise ValueError("no checkpoint key: the arbiter gives one to every job")
     path = Path(path)
     payload = _encode(tree)
+    if len(MAGIC) + _MAC_BYTES + len(payload) > MAX_BYTES:
+        raise ValueError(
+            f"a checkpoint of {len(payload)} bytes is over the {MAX_BYTES}-byte limit "
+            "(checkpoint.MAX_BYTES): it could not be read back"
+        )
     mac = _mac(key, app_id, trial_id, payload)
-    _private_dirs(path.parent)
+    trial_dirs(path)
     fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=path.parent)  # 0600
     try:
         with os.fdopen(fd, "wb") as f:
@@ -113,9 +138,8 @@ def write(path: str | Path, key: str, app_id: str, trial_id: str, tree: Any) -> 
 def read(path: str | Path, key: str, app_id: str, trial_id: str) -> Any | None:
     """The tree of the checkpoint at ``path``, None if there is none; a file that is not
     this trial's sealed checkpoint raises :class:`CheckpointRefused` unparsed."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
+    data = read_file(path)
+    if data is None:
         return None
     if not data.startswith(MAGIC) or len(data) < len(MAGIC) + _MAC_BYTES:
         raise CheckpointRefused("not a themis checkpoint (no seal)")
@@ -132,13 +156,70 @@ def read(path: str | Path, key: str, app_id: str, trial_id: str) -> Any | None:
 def inspect(path: str | Path) -> Any | None:
     """The tree of a checkpoint *without* checking its seal, for tests and tools (it
     still never runs code); resuming always goes through :func:`read`."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
+    data = read_file(path)
+    if data is None:
         return None
     if not data.startswith(MAGIC):
         raise CheckpointRefused("not a themis checkpoint (no seal)")
     return _decode(data[len(MAGIC) + _MAC_BYTES :])
+
+
+def read_file(path: str | Path, limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file at ``path`` (at most ``limit``, by default
+    :data:`MAX_BYTES`), None if nothing is there.
+
+    Anyone who runs as the same user can put something else at a trial's checkpoint
+    path, and a plain ``read_bytes`` follows it: a FIFO blocks the reader for ever (and
+    its GPUs with it), a symlink reads another file, ``/dev/zero`` or a sparse terabyte
+    fill its memory. So the file is opened without following a final symlink and without
+    blocking (``O_NOFOLLOW | O_NONBLOCK``), checked with ``fstat`` on the open descriptor
+    (no race between check and read) and refused with :class:`CheckpointRefused` unless it
+    is a regular file within the limit; the read itself stops one byte past the limit, in
+    case the file grows meanwhile."""
+    limit = MAX_BYTES if limit is None else limit
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a symlink; ENOTDIR: a file where a directory goes
+        raise CheckpointRefused(f"cannot be opened safely ({exc.strerror})", "unsafe") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointRefused(f"not a regular file ({_kind(info.st_mode)})", "unsafe")
+        if info.st_size > limit:
+            raise CheckpointRefused(f"{info.st_size} bytes, over the {limit}-byte limit", "unsafe")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 24, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise CheckpointRefused(f"grew past the {limit}-byte limit while read", "unsafe")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise CheckpointRefused(f"cannot be read ({exc.strerror})", "unsafe") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISREG, "a file"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _mac(key: str, app_id: str, trial_id: str, payload: bytes) -> bytes:
@@ -147,15 +228,42 @@ def _mac(key: str, app_id: str, trial_id: str, payload: bytes) -> bytes:
     return h.digest()
 
 
-def _private_dirs(directory: Path) -> None:
-    """The trial's directory and its app's, 0700 (made so, or tightened when ours)."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for d in (directory, directory.parent):
-        try:
-            if d.stat().st_mode & 0o077 and d.stat().st_uid == os.getuid():
-                os.chmod(d, 0o700)
-        except OSError:
-            pass
+def trial_dirs(path: str | Path) -> list[str]:
+    """Make the checkpoint's directory and its app's (``<storage>/<app>/<trial>``) real
+    directories, 0700; returns what had to be moved aside, one line each.
+
+    Another app's code runs as the same user and can plant a file, a symlink or a FIFO at
+    either level; ``mkdir`` then fails with ``NotADirectoryError`` on every start, and a
+    symlink would lead this trial's checkpoints elsewhere. Whatever is not a directory
+    there (``lstat``: a symlink to one counts as planted) is renamed aside, kept for the
+    operator, and a directory made in its place: the trial loses at most its checkpoint,
+    never its app. Several ranks may run this at once: a rename or ``mkdir`` another one
+    won is fine."""
+    trial_dir = Path(path).parent
+    trial_dir.parent.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # the storage
+    moved: list[str] = []
+    for d in (trial_dir.parent, trial_dir):
+        for _ in range(3):  # a rank racing on the same directory: look again
+            try:
+                info = os.lstat(d)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(d, 0o700)
+                except FileExistsError:
+                    continue
+                break
+            if stat.S_ISDIR(info.st_mode):
+                if info.st_mode & 0o077 and info.st_uid == os.getuid():
+                    with contextlib.suppress(OSError):
+                        os.chmod(d, 0o700)
+                break
+            aside = f"{d}.planted-{int(time.time())}-{secrets.token_hex(3)}"
+            try:
+                os.rename(d, aside)
+            except FileNotFoundError:
+                continue
+            moved.append(f"{d} was {_kind(info.st_mode)}, not a directory: moved to {aside}")
+    return moved
 
 
 # -- the tree <-> JSON + npz ------------------------------------------------------------

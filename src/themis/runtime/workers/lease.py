@@ -26,7 +26,6 @@ and reads :class:`LeaseControl` from another thread.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
 import os
@@ -71,20 +70,45 @@ def read_checkpoint(
 
 
 def _restore(spec: TrialSpec, control: LeaseControl) -> tuple[int, Any] | None:
-    """The trial's checkpoint; one that fails its check is moved aside (kept for the
-    operator, never loaded), said in the trial's log, and the trial starts afresh."""
+    """The trial's checkpoint, if it is this trial's and as fresh as the arbiter's count.
+
+    Refused (moved aside, kept for the operator, never loaded; said in the trial's log
+    and in ``control.refused`` for the arbiter to count), and the trial starts from step
+    0: a file that is not a regular file within the size limit, fails its seal, or is
+    sealed but holds fewer steps than the arbiter knows were checkpointed
+    (``spec.expected_step``: an older checkpoint of this very trial put back, a replay)
+    or more than the budget. A checkpoint *newer* than the arbiter's count is genuine
+    (only this trial's jobs hold its key) and kept: its job wrote it, then was stopped
+    or lost before it could report it. Starting from 0 rather than from a stale state
+    keeps the arbiter's count honest: it learns the step the job resumed from
+    (``Progress.start_step``) and resets its durable count to it, so no step is counted
+    twice and the lost ones are said to be lost."""
+    for note in control.dir_notes:
+        control.log(f"checkpoint directory: {note}")
     try:
-        return read_checkpoint(
+        restored = read_checkpoint(
             spec.checkpoint_path, spec.checkpoint_key, spec.app_id, spec.trial_id
         )
+        if restored is not None and restored[0] < spec.expected_step:
+            raise checkpoint.CheckpointRefused(
+                f"it holds step {restored[0]} and the arbiter counts {spec.expected_step} "
+                "checkpointed: an older checkpoint of this trial (replayed or rolled back)",
+                "stale",
+            )
+        if restored is not None and restored[0] > spec.budget:
+            raise checkpoint.CheckpointRefused(
+                f"it holds step {restored[0]}, past the budget of {spec.budget}", "newer"
+            )
+        return restored
     except checkpoint.CheckpointRefused as exc:
         aside = f"{spec.checkpoint_path}.refused-{int(time.time())}"
-        with contextlib.suppress(OSError):
+        try:
             os.replace(spec.checkpoint_path, aside)
-        with control.lock:
-            control.logs.append(
-                f"checkpoint refused ({exc}); moved to {aside}; starting from step 0"
-            )
+            where = f"moved to {aside}"
+        except OSError as move:
+            where = f"left in place ({move.strerror})"
+        control.refused = exc.why
+        control.log(f"checkpoint refused ({exc}); {where}; starting from step 0")
         return None
 
 
@@ -112,6 +136,9 @@ class TrialSpec:
     local_rank: int = 0  # this process's rank among the gang's processes on its node
     local_world_size: int = 1  # the gang's processes on this process's node
     checkpoint_key: str = field(default="", repr=False)  # the app's seal (hex), its jobs' only
+    #: Steps the arbiter counts as checkpointed (``trials.steps_done``): the restore
+    #: refuses a checkpoint holding fewer (``_restore``).
+    expected_step: int = 0
 
     @property
     def stop(self) -> int:
@@ -155,6 +182,8 @@ class Progress:
     reports: tuple[tuple[int, dict[str, float]], ...]  # (steps completed, metrics)
     logs: tuple[str, ...]
     started: bool = False  # the training function is running (the lease clock starts)
+    start_step: int = 0  # the step it resumed from (0: no checkpoint, or one refused)
+    refused: str = ""  # why its checkpoint was refused (``checkpoint.REFUSALS``), or ""
 
 
 @dataclass(frozen=True)
@@ -184,7 +213,13 @@ class LeaseControl:
     checkpoint_step: int = 0
     reports: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    refused: str = ""
+    dir_notes: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def log(self, line: str) -> None:
+        with self.lock:
+            self.logs.append(line)
 
     def request_stop(self) -> None:
         with self.lock:
@@ -203,7 +238,19 @@ class LeaseControl:
                 tuple(reports),
                 tuple(logs),
                 self.started,
+                self.start_step,
+                self.refused,
             )
+
+
+def _trial_dirs(spec: TrialSpec) -> list[str]:
+    """The trial's checkpoint directories made real (``checkpoint.trial_dirs``); what
+    was in the way, or why they could not be made (the trial then runs without
+    resuming: its restore finds nothing it can read)."""
+    try:
+        return checkpoint.trial_dirs(spec.checkpoint_path)
+    except OSError as exc:
+        return [f"cannot be made ({exc}): running without resuming"]
 
 
 # -- the API training code sees ---------------------------------------------------------
@@ -369,6 +416,7 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
     ``port`` is the gang's ``MASTER_PORT`` (opened on rank 0's node)."""
     os.environ.update(rendezvous_env(spec, port))
     try:
+        control.dir_notes = _trial_dirs(spec)
         trial = Trial(spec, control)
         if control.steps >= spec.stop:
             return _outcome(spec, control, "done")
