@@ -3,7 +3,8 @@
 Progress counts only from the job it was started as, with its app's job credential.
 A job's first report that its function runs starts its lease's clock (``lease_book``);
 checkpoints become durable progress; rung values go to ``rungs``. A job that ends frees
-its GPUs and a round follows; a job past its grace is killed."""
+its GPUs and a round follows (``JobControl.take_freed``, whatever app the job was
+of); a job past its grace is killed."""
 
 from __future__ import annotations
 

@@ -233,6 +233,9 @@ class ArbiterService(
         needs_round = self._admit(now) or needs_round
         needs_round = self._collect(now) or needs_round
         self._enforce_grace()
+        # Every GPU that really comes free leads to a round, whatever freed it (a job's
+        # end, a drain or a kill, of a live app or of one cancelled or done).
+        needs_round = self.jobs.take_freed() or needs_round
         needs_round = self._apply_halving(now) or needs_round
         self._hold_unstarted_leases(now)
         horizon = now + self.options.tick
