@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import time
 
 from themis.runtime.loop import rungs
 from themis.runtime.loop.halving import ENDED
@@ -86,6 +87,8 @@ class ReportHandling(ServiceBase):
         current = self.jobs.running.get(rj.key) is rj
         if current and p.started and not rj.started:
             rj.started = True
+            if self.options.measure_restart_cost:  # launch to its function running
+                self.restart_costs.started(rj.app_id, time.time() - rj.started_wall)
             clock = self.clocks.get(rj.key)
             if clock is not None and job.gpus:
                 job.until = clock.start(now)
@@ -130,6 +133,13 @@ class ReportHandling(ServiceBase):
             return True
         if outcome is not None:
             self._record_checkpoint(live, rj, outcome.checkpoint_step)
+            if (
+                self.options.measure_restart_cost
+                and outcome.status == "paused"
+                and rj.stop_sent is not None
+                and not rj.killed
+            ):  # told to stop, returned by itself: its step finished and checkpoint saved
+                self.restart_costs.stopped(rj.app_id, time.time() - rj.stop_sent)
         job = live.job(rj.trial_id)
         state = live.trial_state.get(rj.trial_id)
         if state in ENDED:

@@ -56,6 +56,7 @@ from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.options import ServiceOptions
 from themis.runtime.loop.outcomes import app_outcome
 from themis.runtime.loop.requests import RequestHandling
+from themis.runtime.loop.restart_cost import RestartCosts
 from themis.runtime.loop.status import StatusReporting
 from themis.runtime.state.store import StateLost, Store
 from themis.runtime.state.tokens import new_token
@@ -105,6 +106,7 @@ class ArbiterService(
         self.metrics = metrics if metrics is not None else ArbiterMetrics()
         self.commands = commands if commands is not None else CommandQueue()
         self.policy = make_policy(options.policy, options.policy_options())
+        self.restart_costs = RestartCosts(options.restart_cost, cap=options.lease)
         # The books every view carries (``mechanism/books.py``): the runtime keeps no
         # record of what changed, so every app is read as changed each round.
         self.view_books = ViewBooks()
@@ -127,6 +129,7 @@ class ArbiterService(
         self._last_inventory = time.time()
         self._last_status = 0.0
         self._round_due = True  # a restarted arbiter hands out GPUs at once
+        self._tell_restart_cost()
         self._record_cluster()
         self._record_options()
         self._recover()
@@ -345,6 +348,7 @@ class ArbiterService(
             self.options.batch_window,
             reserved=self.jobs.reserved(),
         )
+        self._tell_restart_cost()
         schedule = self.policy.schedule(self.view_books.fill(view))
         check_schedule(schedule, self.active, cluster)
         for job in stopping(schedule, self.active):
@@ -370,6 +374,22 @@ class ArbiterService(
                 self.metrics.granted.inc()
         self.metrics.round_seconds.observe(time.perf_counter() - started)
         self.metrics.auction_figures(self.policy.report())
+
+    def _tell_restart_cost(self) -> None:
+        """Tell the policy the cluster's restart cost when it moved enough (before a
+        round, as the simulator tells it before a run). A policy that refuses the cost
+        (Gandiva: not shorter than its slice) keeps the last one: logged and counted."""
+        cost = self.restart_costs.to_tell()
+        if cost is None:
+            return
+        self.restart_costs.told = cost
+        try:
+            self.policy.set_restart_cost(cost)
+        except ThemisError as exc:
+            log.warning("themis serve: the policy refused a restart cost: %s", exc.format())
+            self.metrics.faults.labels("restart_cost").inc()
+            return
+        self.metrics.restart_cost.set(cost)
 
     def _hold_unstarted_leases(self, now: float) -> None:
         """A granted job's lease does not run down before the job really runs."""

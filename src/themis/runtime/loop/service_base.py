@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from themis.runtime.loop.live import LiveApp
     from themis.runtime.loop.metrics import ArbiterMetrics
     from themis.runtime.loop.options import ServiceOptions
+    from themis.runtime.loop.restart_cost import RestartCosts
     from themis.runtime.state.store import Store
     from themis.runtime.workers.ray_inventory import Inventory
 
@@ -36,6 +37,7 @@ class ServiceBase:
     jobs: JobControl
     metrics: ArbiterMetrics
     commands: CommandQueue
+    restart_costs: RestartCosts
     inventory: Inventory
     clocks: dict[Key, LeaseClock]
     rho_history: RhoHistory
