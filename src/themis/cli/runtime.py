@@ -419,6 +419,12 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
             f.write(done["token"] + "\n")
     click.echo(f"submitted app '{done['app_id']}' ({done['trials']} trials)")
     click.echo(f"token: {done['token']}")
+    if done.get("replayed"):
+        click.echo(
+            "themis submit: the arbiter had taken this submit before its answer was lost; "
+            "this is that app, with a new token (the lost one is void)",
+            err=True,
+        )
 
 
 @click.command(short_help="Show the arbiter's liveness and every app.")

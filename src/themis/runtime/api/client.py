@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,17 @@ from themis.runtime.state.appfile import read_app_text
 
 #: Where ``themis serve`` listens unless told otherwise (``--listen``).
 DEFAULT_SERVER = "http://127.0.0.1:7878"
+
+
+#: Attempts of one submit whose connection failed (the same idempotency key each time:
+#: a retry of a submit the arbiter did take gets that app back, not a second one), and
+#: the pause before each retry.
+SUBMIT_ATTEMPTS = 3
+RETRY_PAUSE = 1.0
+
+
+class Unreachable(ThemisError):
+    """No answer: the connection failed, before or after the arbiter read the request."""
 
 
 class Client:
@@ -35,7 +48,14 @@ class Client:
         ca = os.environ.get("THEMIS_CA_FILE")
         self.context = ssl.create_default_context(cafile=ca) if server.startswith("https") else None
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         if not self.token:
             raise ThemisError("a token is needed (--token or THEMIS_TOKEN)", field="--token")
         data = None if body is None else json.dumps(body).encode("utf-8")
@@ -43,7 +63,11 @@ class Client:
             self.server + path,
             data=data,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
         )
         try:
             # The scheme is http(s), checked in __init__ (no file:// or custom ones).
@@ -56,7 +80,7 @@ class Client:
             raise ThemisError(_detail(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise ThemisError(
+            raise Unreachable(
                 f"no arbiter answers at {self.server} ({reason}); is 'themis serve' running "
                 "there? (--server or THEMIS_SERVER)"
             ) from None
@@ -67,12 +91,25 @@ class Client:
     def status(self) -> dict[str, Any]:
         return self._call("GET", "/v1/status")
 
-    def submit(self, app_file: str | Path) -> dict[str, Any]:
+    def submit(
+        self, app_file: str | Path, key: str | None = None, attempts: int = SUBMIT_ATTEMPTS
+    ) -> dict[str, Any]:
+        """Submit an app file. Sent with an ``Idempotency-Key`` (``key``, else a random
+        UUID) and sent again with the same key when the connection failed, up to
+        ``attempts`` times: if the arbiter took the first, the retry gets that app (with
+        a new token, the first answer's being lost), not a refusal of a taken name."""
         text = read_app_text(app_file)  # refused unread when too large
         base = str(Path(app_file).resolve().parent)
-        return self._call(
-            "POST", "/v1/apps", {"text": text, "source": str(app_file), "base_dir": base}
-        )
+        body = {"text": text, "source": str(app_file), "base_dir": base}
+        headers = {"Idempotency-Key": key or str(uuid.uuid4())}
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._call("POST", "/v1/apps", body, headers=headers)
+            except Unreachable:
+                if attempt == attempts:
+                    raise
+                time.sleep(RETRY_PAUSE * attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def cancel(self, app_id: str, wait: float) -> str:
         path = f"/v1/apps/{_quote(app_id)}/cancel?wait={wait:g}"

@@ -36,6 +36,11 @@ class SubmitResponse(BaseModel):
     app_id: str
     token: str = Field(description="the app's own token: shown once")
     trials: int
+    replayed: bool = Field(
+        default=False,
+        description="a repeat of a submit made with the same Idempotency-Key: the same "
+        "app, with a new token (the earlier one is refused from now on)",
+    )
 
 
 class ReleaseRequest(BaseModel):
@@ -161,6 +166,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, object]]:
         401: "no token, or an unknown one",
         403: "a token that may not do this",
         404: "no such app",
+        409: "an Idempotency-Key sent before with another request",
         413: "request body too large",
         503: "the scheduling loop is busy or did not answer in time",
     }

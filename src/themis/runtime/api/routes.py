@@ -10,7 +10,10 @@ Routes (JSON unless said otherwise):
 - ``GET /healthz``: ``{"ok": true}``, no token (for load balancers and probes);
 - ``GET /v1/status``: the arbiter's liveness and one row per app (an app token: its own);
 - ``POST /v1/apps``: ``{"text": <app.yaml>, "source": <name>, "base_dir": <abs path>}`` ->
-  ``{"app_id", "token", "trials"}``; the body is refused unread past its size limit;
+  ``{"app_id", "token", "trials", "replayed"}``; the body is refused unread past its size
+  limit; with an ``Idempotency-Key`` header, a repeat of the same request by the same
+  principal answers the same app with a new token (``replayed``: true), the same key
+  with another request is a 409 (``loop/submit_replay.py``);
 - ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
@@ -26,12 +29,16 @@ Routes (JSON unless said otherwise):
   from then on.
 
 Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
-403 (a token that may not do this), 404, 413 (too large), 503 (busy or timed out).
+403 (a token that may not do this), 404, 409 (an idempotency key reused for another
+request), 413 (too large), 503 (busy or timed out).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -51,10 +58,17 @@ from themis.runtime.api import models as m
 from themis.runtime.api.auth import OPERATOR_TOKEN_FILES, OperatorTokens, Principal, write_new_token
 from themis.runtime.api.dashboard import PAGE_HEADERS, STATIC, cluster_answer, static_file
 from themis.runtime.api.queries import log_lines, status_rows
-from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
+from themis.runtime.loop.commands import (
+    Busy,
+    Command,
+    CommandQueue,
+    Conflict,
+    Unanswered,
+    submit_command,
+)
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
-from themis.runtime.state.store import Store
+from themis.runtime.state.store import Store, SubmitKey
 from themis.runtime.state.tokens import token_hash
 
 #: Largest request body: an app file JSON-escaped, plus its fields.
@@ -69,6 +83,25 @@ DRAIN_LIMIT = 16 * 2**20
 MAX_EVENT_ID = 2**63 - 1
 #: The loop is called stalled when its last tick is older than this many ticks (and 5 s).
 STALL_TICKS = 50
+
+
+#: The header a submit carries its idempotency key in (a random UUID per submit, the same
+#: on its retries; ``loop/submit_replay.py``), and what a key must look like: long
+#: enough to be unguessable, since the key and the request are what a replay needs.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_.:-]{32,128}")
+
+
+def submit_key(header: str, role: str, body: m.SubmitRequest) -> SubmitKey:
+    """A submit's idempotency key as the store keeps it (hashes only), or a 400."""
+    if IDEMPOTENCY_KEY.fullmatch(header) is None:
+        raise ApiError(
+            400,
+            f"{IDEMPOTENCY_HEADER} must be 32 to 128 letters, digits or '-_.:' (a random "
+            "UUID per submit, the same on its retries)",
+        )
+    request = json.dumps([body.text, body.source, body.base_dir]).encode("utf-8")
+    return SubmitKey(role, token_hash(header), hashlib.sha256(request).hexdigest())
 
 
 class ApiError(Exception):
@@ -144,6 +177,8 @@ def make_api(ctx: ApiContext) -> FastAPI:
     @app.exception_handler(ThemisError)
     async def _user_error(request: Request, exc: ThemisError) -> JSONResponse:
         status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
+        if isinstance(exc, Conflict):
+            status = 409
         if exc.message.startswith("no app named"):
             status = 404
         return JSONResponse({"detail": _one_line(exc.format())}, status_code=status)
@@ -195,7 +230,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
         "/v1/apps",
         status_code=201,
         response_model=m.SubmitResponse,
-        responses=m.errors(400, 401, 403, 413, 503),
+        responses=m.errors(400, 401, 403, 409, 413, 503),
         dependencies=bearer,
         openapi_extra=m.body_schema(m.SubmitRequest),
     )
@@ -203,16 +238,20 @@ def make_api(ctx: ApiContext) -> FastAPI:
         who = principal(request)
         if not who.may_submit:
             raise ApiError(403, "submitting needs the submit or admin token")
+        header = request.headers.get(IDEMPOTENCY_HEADER)
         body = _model(m.SubmitRequest, await _bounded_body(request))
         if not Path(body.base_dir).is_absolute():
             raise ApiError(400, "base_dir must be an absolute path")
+        key = None if header is None else submit_key(header, who.role, body)
         return await run_in_threadpool(
-            _submit_now, body.text, body.source[:200], Path(body.base_dir)
+            _submit_now, body.text, body.source[:200], Path(body.base_dir), key
         )
 
-    def _submit_now(text: str, source: str, base_dir: Path) -> dict[str, Any]:
+    def _submit_now(
+        text: str, source: str, base_dir: Path, key: SubmitKey | None
+    ) -> dict[str, Any]:
         app_file = parse_app_text(text, source, base_dir)
-        command, token = submit_command(app_file, source)
+        command, token = submit_command(app_file, source, key)
         result = ctx.commands.put(command).wait(30.0)
         return {**result, "token": token}
 

@@ -28,6 +28,11 @@ class Busy(ThemisError):
     """Too many commands queued (the API answers 503)."""
 
 
+class Conflict(ThemisError):
+    """The request contradicts one made before (the API answers 409): an idempotency key
+    reused for another request."""
+
+
 @dataclass
 class Command:
     kind: str  # "submit", "cancel", "release"
@@ -36,6 +41,7 @@ class Command:
     state: str = PENDING
     result: Any = None
     error: str | None = None
+    error_kind: type[ThemisError] = ThemisError
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
 
@@ -52,9 +58,9 @@ class Command:
             self.state, self.result = DONE, result
         self._done.set()
 
-    def refuse(self, message: str) -> None:
+    def refuse(self, message: str, kind: type[ThemisError] = ThemisError) -> None:
         with self._lock:
-            self.state, self.error = DONE, message
+            self.state, self.error, self.error_kind = DONE, message, kind
         self._done.set()
 
     def wait(self, timeout: float) -> Any:
@@ -71,7 +77,7 @@ class Command:
                     )
             self._done.wait()
         if self.error is not None:
-            raise ThemisError(self.error)
+            raise self.error_kind(self.error)
         return self.result
 
 
@@ -110,11 +116,12 @@ class CommandQueue:
             return len(self._items)
 
 
-def submit_command(app: Any, source: str) -> tuple[Command, str]:
+def submit_command(app: Any, source: str, key: Any = None) -> tuple[Command, str]:
     """A submit command for a checked ``AppFile`` and the app's new token (only its hash
-    travels to the loop and the store)."""
+    travels to the loop and the store). ``key``: the submit's idempotency key
+    (``state.store.SubmitKey``), or None."""
     from themis.runtime.state.tokens import new_token, token_hash
 
     token = new_token()
-    payload = {"app": app, "token_hash": token_hash(token), "source": source}
+    payload = {"app": app, "token_hash": token_hash(token), "source": source, "key": key}
     return Command("submit", app.name, payload), token

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from themis.errors import ThemisError
+from themis.runtime.loop import submit_replay
 from themis.runtime.loop.commands import Command
 from themis.runtime.loop.halving import ENDED
 from themis.runtime.loop.service_base import ServiceBase
@@ -26,7 +27,7 @@ class RequestHandling(ServiceBase):
             try:
                 changed = self._answer(command, now) or changed
             except ThemisError as exc:
-                command.refuse(exc.format())
+                command.refuse(exc.format(), type(exc))
             except Exception as exc:  # noqa: BLE001 (one request never stops the loop)
                 # A bug or an input the checks let through: refuse this request with its
                 # reason, log and count it, and serve the others (issue 20).
@@ -65,6 +66,10 @@ class RequestHandling(ServiceBase):
 
     def _submit(self, command: Command, now: float) -> bool:
         app = command.payload["app"]
+        replayed = submit_replay.replay(self.store, command.payload, now)
+        if replayed is not None:  # a retry of a submit already done: no new app
+            command.answer(replayed)
+            return False
         cluster = self.cluster
         if cluster is not None and app.gpus_per_trial > cluster.size:
             raise ThemisError(
@@ -73,7 +78,8 @@ class RequestHandling(ServiceBase):
                 source=command.payload.get("source"),
                 field="gpus_per_trial",
             )
-        self.store.add_app(app, command.payload["token_hash"], command.payload["source"])
+        payload = command.payload
+        self.store.add_app(app, payload["token_hash"], payload["source"], payload.get("key"))
         self.submitted.append(app.name)
         where = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
         self.store.log(now, app.name, None, f"submitted: {app.trials} trials; {where}")
