@@ -89,18 +89,19 @@ def test_one_app_cannot_set_the_clusters_cost_alone() -> None:
 
 
 def test_the_policy_is_told_again_only_when_the_cost_moved() -> None:
-    costs = RestartCosts(default=0.0, cap=600.0)
-    assert costs.to_tell() == 0.0
-    costs.told = 0.0
-    assert costs.to_tell() is None
+    costs = RestartCosts(default=0.0, cap=600.0, interval=60.0)
+    assert costs.to_tell(0.0) == 0.0
+    costs.tell(0.0, 0.0)
+    assert costs.to_tell(1.0) is None
     costs.started("a", 10.0)
-    assert costs.to_tell() == 10.0  # from free to costly: always told
-    costs.told = 10.0
+    assert costs.to_tell(2.0) == 10.0  # from free to costly: told at once
+    costs.tell(10.0, 2.0)
     costs.started("a", 10.0 + 10.0 * TOLERANCE)  # median 11.25: within the tolerance
-    assert costs.to_tell() is None
+    assert costs.to_tell(100.0) is None
     costs.started("a", 40.0)
     costs.started("a", 40.0)
-    assert costs.to_tell() == 26.25  # the median of 10, 12.5, 40, 40
+    assert costs.to_tell(30.0) is None  # moved, but told less than an interval ago
+    assert costs.to_tell(62.0) == 26.25  # the median of 10, 12.5, 40, 40
 
 
 def test_a_negative_default_is_refused_naming_the_flag() -> None:

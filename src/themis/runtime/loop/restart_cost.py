@@ -20,9 +20,11 @@ the tenant's, and it can start as slowly as it likes. Each observation is clampe
 
 Before any observation the cost is the operator's default (``--restart-cost``). The
 policy is told a new cost only when it moved by more than :data:`TOLERANCE` of the
-last one told (or crossed zero): a policy may rebuild its state when told another cost
-(Themis starts a fresh arbiter), so it must not be told every small wobble. The
-decisions for a given cost are the policy's own, unchanged.
+last one told, and at most once a lease (``interval``), unless it crossed zero: a policy
+may rebuild its state when told another cost (Themis starts a fresh arbiter, its
+reservation books anew), so neither wobbles nor an app that starts fast and slow by
+turns may make it do so often. The decisions for a given cost are the policy's own,
+unchanged.
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ TOLERANCE = 0.25
 class RestartCosts:
     """Observed start-up and stop times per app, and the cluster's restart cost."""
 
-    def __init__(self, default: float, cap: float) -> None:
+    def __init__(self, default: float, cap: float, interval: float = 0.0) -> None:
         self.default = max(0.0, default)
         self.cap = max(0.0, cap)
+        self.interval = interval
+        self.told_at: float | None = None  # when (monotonic seconds) it was told
         self._starts: OrderedDict[str, deque[float]] = OrderedDict()
         self._stops: OrderedDict[str, deque[float]] = OrderedDict()
         self.told: float | None = None  # the cost the policy was last told
@@ -80,12 +84,19 @@ class RestartCosts:
         costs = [c for app in self._starts if (c := self.of_app(app)) is not None]
         return statistics.median(costs) if costs else self.default
 
-    def to_tell(self) -> float | None:
-        """The cost to tell the policy now, or None when it has not moved enough."""
+    def to_tell(self, now: float) -> float | None:
+        """The cost to tell the policy at ``now`` (monotonic seconds), or None when it
+        has not moved enough, or was told less than ``interval`` ago."""
         cost = self.estimate()
         told = self.told
         if told is None or (told == 0.0) != (cost == 0.0):
             return cost
-        if abs(cost - told) > TOLERANCE * told:
+        recent = self.told_at is not None and now - self.told_at < self.interval
+        if abs(cost - told) > TOLERANCE * told and not recent:
             return cost
         return None
+
+    def tell(self, cost: float, now: float) -> None:
+        """``cost`` was told at ``now`` (or offered and refused: not offered again until
+        it moves)."""
+        self.told, self.told_at = cost, now

@@ -106,7 +106,9 @@ class ArbiterService(
         self.metrics = metrics if metrics is not None else ArbiterMetrics()
         self.commands = commands if commands is not None else CommandQueue()
         self.policy = make_policy(options.policy, options.policy_options())
-        self.restart_costs = RestartCosts(options.restart_cost, cap=options.lease)
+        self.restart_costs = RestartCosts(
+            options.restart_cost, cap=options.lease, interval=options.lease
+        )
         # The books every view carries (``mechanism/books.py``): the runtime keeps no
         # record of what changed, so every app is read as changed each round.
         self.view_books = ViewBooks()
@@ -379,10 +381,10 @@ class ArbiterService(
         """Tell the policy the cluster's restart cost when it moved enough (before a
         round, as the simulator tells it before a run). A policy that refuses the cost
         (Gandiva: not shorter than its slice) keeps the last one: logged and counted."""
-        cost = self.restart_costs.to_tell()
+        cost = self.restart_costs.to_tell(time.monotonic())
         if cost is None:
             return
-        self.restart_costs.told = cost
+        self.restart_costs.tell(cost, time.monotonic())
         try:
             self.policy.set_restart_cost(cost)
         except ThemisError as exc:
