@@ -113,13 +113,15 @@ def cli_run(cli):
 
 
 def test_serve_says_the_renewal_default_it_runs(cli_run) -> None:
-    # serve's help says the renewal within the fair share is off by default, and it is:
-    # the runtime tells the policy no restart cost (simulate: on when --restart-cost > 0)
+    # serve's help says the renewal within the fair share is on once a restart is seen to
+    # cost time: the runtime measures restarts and tells the policy (simulate: on when
+    # --restart-cost > 0); tests/runtime/test_restart_cost.py shows the service doing it
     from themis.policies import make_policy
 
     said = " ".join(cli_run("serve", "--help").out.split())  # the help's lines unwrapped
-    assert "[default: (off: the runtime tells the policy no restart cost)]" in said
+    assert "[default: (on once a restart is measured to cost time)]" in said
+    assert "--measure-restart-cost / --fixed-restart-cost" in said
     policy = make_policy("themis", ServiceOptions().policy_options())
     assert policy.renews_within_share is False  # type: ignore[attr-defined]
-    policy.set_restart_cost(30.0)  # what the simulator would tell it
+    policy.set_restart_cost(30.0)  # what the simulator, and now the service, tells it
     assert policy.renews_within_share is True  # type: ignore[attr-defined]

@@ -38,9 +38,10 @@ DEFAULT_LISTEN = "127.0.0.1:7878"
 #: wall clock (``auction.budget.DEFAULT_DEADLINE``), not by search nodes, since a round
 #: must answer in real time and need not be reproducible (docs/auction.md).
 RUNTIME_DEFAULTS = {"auction_node_limit": None, "auction_deadline": DEFAULT_DEADLINE}
-#: The runtime tells the policy no restart cost (it does not measure one), so renewal
-#: within the fair share, on by default where restarts cost time, is off here.
-RUNTIME_SHOWN = {"renew_within_share": "off: the runtime tells the policy no restart cost"}
+#: The runtime measures each job's restart cost and tells the policy (``--restart-cost``),
+#: so renewal within the fair share, on by default where restarts cost time, is on as
+#: soon as a restart is seen to cost time.
+RUNTIME_SHOWN = {"renew_within_share": "on once a restart is measured to cost time"}
 
 _STATE = click.option(
     "--state-dir",
@@ -141,6 +142,21 @@ def _client(server: str, token: str | None) -> Any:
     help="Seconds a launched job may take to reach its training function before it is "
     "stopped like a lease end [default: the lease, at least 60].",
 )
+@click.option(
+    "--restart-cost",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds one restart of a job costs, told to the policy until restarts are "
+    "measured (start-up and restore, plus the save at a stop; see docs/runtime.md).",
+)
+@click.option(
+    "--measure-restart-cost/--fixed-restart-cost",
+    default=True,
+    show_default=True,
+    help="Measure restarts and tell the policy the cluster's estimate, or keep "
+    "--restart-cost for the whole run.",
+)
 @click.option("--exit-when-done", is_flag=True, help="Exit once no app is submitted or running.")
 @click.option(
     "--listen",
@@ -181,6 +197,8 @@ def serve(
     batch_window: float,
     grace: float,
     start_timeout: float | None,
+    restart_cost: float,
+    measure_restart_cost: bool,
     exit_when_done: bool,
     listen: str,
     init: bool,
@@ -224,6 +242,8 @@ def serve(
         seed=seed,
         auction_deadline=values.pop("auction_deadline"),
         knobs=tuple(sorted(values.items())),
+        restart_cost=restart_cost,
+        measure_restart_cost=measure_restart_cost,
     )
     if not api_server.is_loopback(api_host) and tls_cert is None:
         click.echo(
@@ -269,6 +289,12 @@ def submit(server: str, token: str | None, app_file: str, token_file: str | None
             f.write(done["token"] + "\n")
     click.echo(inert(f"submitted app '{done['app_id']}' ({done['trials']} trials)"))
     click.echo(inert(f"token: {done['token']}"))
+    if done.get("replayed"):
+        click.echo(
+            "themis submit: the arbiter had taken this submit before its answer was lost; "
+            "this is that app, with a new token (the lost one is void)",
+            err=True,
+        )
 
 
 @click.command(short_help="Show the arbiter's liveness and every app.")

@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,17 @@ RATE_RETRIES = 5
 MAX_RETRY_AFTER = 10.0
 
 
+#: Attempts of one submit whose connection failed (the same idempotency key each time:
+#: a retry of a submit the arbiter did take gets that app back, not a second one), and
+#: the pause before each retry.
+SUBMIT_ATTEMPTS = 3
+RETRY_PAUSE = 1.0
+
+
+class Unreachable(ThemisError):
+    """No answer: the connection failed, before or after the arbiter read the request."""
+
+
 class Client:
     def __init__(self, server: str, token: str | None, timeout: float = 60.0) -> None:
         server = server.rstrip("/")
@@ -40,13 +52,20 @@ class Client:
         ca = os.environ.get("THEMIS_CA_FILE")
         self.context = ssl.create_default_context(cafile=ca) if server.startswith("https") else None
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         for _ in range(RATE_RETRIES):
             try:
-                return self._call_once(method, path, body, timeout)
+                return self._call_once(method, path, body, timeout, headers)
             except _RateLimited as exc:
                 time.sleep(exc.wait)
-        return self._call_once(method, path, body, timeout, retry=False)
+        return self._call_once(method, path, body, timeout, headers, retry=False)
 
     def _call_once(
         self,
@@ -54,6 +73,7 @@ class Client:
         path: str,
         body: Any,
         timeout: float | None,
+        headers: dict[str, str] | None = None,
         retry: bool = True,
     ) -> Any:
         if not self.token:
@@ -63,7 +83,11 @@ class Client:
             self.server + path,
             data=data,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                **(headers or {}),
+            },
         )
         try:
             # The scheme is http(s), checked in __init__ (no file:// or custom ones).
@@ -78,7 +102,7 @@ class Client:
             raise ThemisError(_detail(exc)) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise ThemisError(
+            raise Unreachable(
                 f"no arbiter answers at {self.server} ({reason}); is 'themis serve' running "
                 "there? (--server or THEMIS_SERVER)"
             ) from None
@@ -90,12 +114,25 @@ class Client:
         query = f"?offset={offset}" + ("" if limit is None else f"&limit={limit}")
         return self._call("GET", "/v1/status" + query)
 
-    def submit(self, app_file: str | Path) -> dict[str, Any]:
+    def submit(
+        self, app_file: str | Path, key: str | None = None, attempts: int = SUBMIT_ATTEMPTS
+    ) -> dict[str, Any]:
+        """Submit an app file. Sent with an ``Idempotency-Key`` (``key``, else a random
+        UUID) and sent again with the same key when the connection failed, up to
+        ``attempts`` times: if the arbiter took the first, the retry gets that app (with
+        a new token, the first answer's being lost), not a refusal of a taken name."""
         text = read_app_text(app_file)  # refused unread when too large
         base = str(Path(app_file).resolve().parent)
-        return self._call(
-            "POST", "/v1/apps", {"text": text, "source": str(app_file), "base_dir": base}
-        )
+        body = {"text": text, "source": str(app_file), "base_dir": base}
+        headers = {"Idempotency-Key": key or str(uuid.uuid4())}
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._call("POST", "/v1/apps", body, headers=headers)
+            except Unreachable:
+                if attempt == attempts:
+                    raise
+                time.sleep(RETRY_PAUSE * attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def cancel(self, app_id: str, wait: float) -> str:
         path = f"/v1/apps/{_quote(app_id)}/cancel?wait={wait:g}"

@@ -36,6 +36,11 @@ class SubmitResponse(BaseModel):
     app_id: str
     token: str = Field(description="the app's own token: shown once")
     trials: int
+    replayed: bool = Field(
+        default=False,
+        description="a repeat of a submit made with the same Idempotency-Key: the same "
+        "app, with a new token (the earlier one is refused from now on)",
+    )
 
 
 class ReleaseRequest(BaseModel):
@@ -170,7 +175,8 @@ def errors(*codes: int) -> dict[int | str, dict[str, object]]:
         401: "no token, or an unknown one",
         403: "a token that may not do this",
         404: "no such app",
-        409: "an app of that name exists (names are unique ignoring case and Unicode form)",
+        409: "an app of that name exists (names are unique ignoring case and Unicode form), "
+        "or an Idempotency-Key sent before with another request",
         413: "request body too large",
         429: "over this token's request rate: retry after Retry-After seconds",
         503: "the scheduling loop is busy or did not answer in time, or the state database "

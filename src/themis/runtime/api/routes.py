@@ -13,7 +13,10 @@ Routes (JSON unless said otherwise):
   apps first, then ended ones, the last to end first; ``apps_total`` and ``next`` (the
   next page's offset, or null) say what is left;
 - ``POST /v1/apps``: ``{"text": <app.yaml>, "source": <name>, "base_dir": <abs path>}`` ->
-  ``{"app_id", "token", "trials"}``; the body is refused unread past its size limit;
+  ``{"app_id", "token", "trials", "replayed"}``; the body is refused unread past its size
+  limit; with an ``Idempotency-Key`` header, a repeat of the same request by the same
+  principal answers the same app with a new token (``replayed``: true), the same key
+  with another request is a 409 (``loop/submit_replay.py``);
 - ``POST /v1/apps/{app}/cancel?wait=S`` and ``POST /v1/apps/{app}/release``
   (``{"trial": "t003"}``);
 - ``GET /v1/apps/{app}/logs?after=N``: ``{"lines", "last", "state"}``;
@@ -30,9 +33,10 @@ Routes (JSON unless said otherwise):
   from then on.
 
 Errors are ``{"detail": "<one line>"}`` with 400 (bad input), 401 (no or unknown token),
-403 (a token that may not do this), 404, 409 (an app of that name exists, ignoring case),
-413 (too large), 429 (over the token's rate, with ``Retry-After``; ``api.ratelimit``),
-503 (busy, timed out, or the state database damaged: then ``/healthz`` answers 503 too and
+403 (a token that may not do this), 404, 409 (an app of that name exists, ignoring case,
+or an idempotency key reused for another request), 413 (too large), 429 (over the
+token's rate, with ``Retry-After``; ``api.ratelimit``), 503 (busy, timed out, or the
+state database damaged: then ``/healthz`` answers 503 too and
 the loop stops at its next tick).
 
 The read routes answer from a snapshot shared by every caller for ``SNAPSHOT_MAX_AGE``
@@ -41,7 +45,10 @@ The read routes answer from a snapshot shared by every caller for ``SNAPSHOT_MAX
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -72,11 +79,18 @@ from themis.runtime.api.metrics import ApiMetrics
 from themis.runtime.api.queries import as_seen_by, log_lines, status_rows
 from themis.runtime.api.ratelimit import RateLimiter, retry_after
 from themis.runtime.api.snapshot import SharedReads
-from themis.runtime.loop.commands import Busy, Command, CommandQueue, Unanswered, submit_command
+from themis.runtime.loop.commands import (
+    Busy,
+    Command,
+    CommandQueue,
+    Conflict,
+    Unanswered,
+    submit_command,
+)
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.state.appfile import MAX_APP_BYTES, parse_app_text
 from themis.runtime.state.health import StateDamaged, StateLost, health_of
-from themis.runtime.state.store import DB_NAME, NameTaken, Store
+from themis.runtime.state.store import DB_NAME, NameTaken, Store, SubmitKey
 from themis.runtime.state.tokens import token_hash
 
 #: Largest request body: an app file JSON-escaped, plus its fields.
@@ -95,6 +109,25 @@ STALL_TICKS = 50
 #: and the most ``limit`` may ask: an answer does not grow with the state's history.
 PAGE = 200
 MAX_PAGE = 1000
+
+
+#: The header a submit carries its idempotency key in (a random UUID per submit, the same
+#: on its retries; ``loop/submit_replay.py``), and what a key must look like: long
+#: enough to be unguessable, since the key and the request are what a replay needs.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_.:-]{32,128}")
+
+
+def submit_key(header: str, role: str, body: m.SubmitRequest) -> SubmitKey:
+    """A submit's idempotency key as the store keeps it (hashes only), or a 400."""
+    if IDEMPOTENCY_KEY.fullmatch(header) is None:
+        raise ApiError(
+            400,
+            f"{IDEMPOTENCY_HEADER} must be 32 to 128 letters, digits or '-_.:' (a random "
+            "UUID per submit, the same on its retries)",
+        )
+    request = json.dumps([body.text, body.source, body.base_dir]).encode("utf-8")
+    return SubmitKey(role, token_hash(header), hashlib.sha256(request).hexdigest())
 
 
 class ApiError(Exception):
@@ -218,7 +251,7 @@ def make_api(ctx: ApiContext) -> FastAPI:
                 detail = f"the state database is damaged ({exc.problem}); the arbiter stops"
             return JSONResponse({"detail": _one_line(detail)}, status_code=503)
         status = 503 if isinstance(exc, (Unanswered, Busy)) else 400
-        if isinstance(exc, NameTaken):
+        if isinstance(exc, (NameTaken, Conflict)):
             status = 409
         if exc.message.startswith("no app named"):
             status = 404
@@ -293,16 +326,20 @@ def make_api(ctx: ApiContext) -> FastAPI:
         who = caller(request)
         if not who.may_submit:
             raise ApiError(403, "submitting needs the submit or admin token")
+        header = request.headers.get(IDEMPOTENCY_HEADER)
         body = _model(m.SubmitRequest, await _bounded_body(request))
         if not Path(body.base_dir).is_absolute():
             raise ApiError(400, "base_dir must be an absolute path")
+        key = None if header is None else submit_key(header, who.role, body)
         return await run_in_threadpool(
-            _submit_now, body.text, body.source[:200], Path(body.base_dir)
+            _submit_now, body.text, body.source[:200], Path(body.base_dir), key
         )
 
-    def _submit_now(text: str, source: str, base_dir: Path) -> dict[str, Any]:
+    def _submit_now(
+        text: str, source: str, base_dir: Path, key: SubmitKey | None
+    ) -> dict[str, Any]:
         app_file = parse_app_text(text, source, base_dir)
-        command, token = submit_command(app_file, source)
+        command, token = submit_command(app_file, source, key)
         result = ctx.commands.put(command).wait(30.0)
         shared.invalidate()  # the submitter reads its app at once
         return {**result, "token": token}

@@ -28,6 +28,11 @@ class Busy(ThemisError):
     """Too many commands queued (the API answers 503)."""
 
 
+class Conflict(ThemisError):
+    """The request contradicts one made before (the API answers 409): an idempotency key
+    reused for another request."""
+
+
 @dataclass
 class Command:
     kind: str  # "submit", "cancel", "release"
@@ -113,11 +118,12 @@ class CommandQueue:
             return len(self._items)
 
 
-def submit_command(app: Any, source: str) -> tuple[Command, str]:
+def submit_command(app: Any, source: str, key: Any = None) -> tuple[Command, str]:
     """A submit command for a checked ``AppFile`` and the app's new token (only its hash
-    travels to the loop and the store)."""
+    travels to the loop and the store). ``key``: the submit's idempotency key
+    (``state.store.SubmitKey``), or None."""
     from themis.runtime.state.tokens import new_token, token_hash
 
     token = new_token()
-    payload = {"app": app, "token_hash": token_hash(token), "source": source}
+    payload = {"app": app, "token_hash": token_hash(token), "source": source, "key": key}
     return Command("submit", app.name, payload), token

@@ -11,7 +11,11 @@ Three sets, keyed by (app, trial):
   job still drains or one of its GPUs is still reserved by another trial's.
 
 The arbiter decides; this module only keeps these sets straight and talks to the
-launcher (Ray, or a fake in tests).
+launcher (Ray, or a fake in tests). It is also the one place that sees GPUs really come
+free (a job that ended, drained or was killed, whatever app it belonged to, live or
+retired), so it says so (:meth:`JobControl.take_freed`) and the loop runs a round:
+otherwise the GPUs of a cancelled app's draining jobs sat idle until something else
+happened to ask for one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class JobControl:
         self.running: dict[Key, RunningJob] = {}
         self.draining: dict[Key, RunningJob] = {}
         self.pending: dict[Key, tuple[int, ...]] = {}
+        self._freed = False
 
     def reserved(self) -> frozenset[int]:
         """GPUs of jobs told to stop that have not stopped yet."""
@@ -86,7 +91,14 @@ class JobControl:
             del self.running[rj.key]
         if self.draining.get(rj.key) is rj:
             del self.draining[rj.key]
+        if rj.gpus:
+            self._freed = True
         self.launcher.release(rj)
+
+    def take_freed(self) -> bool:
+        """Whether GPUs came free since the last call (then a round is due)."""
+        freed, self._freed = self._freed, False
+        return freed
 
     def jobs(self) -> list[RunningJob]:
         return [*self.running.values(), *self.draining.values()]

@@ -3,11 +3,13 @@
 Progress counts only from the job it was started as, with its app's job credential.
 A job's first report that its function runs starts its lease's clock (``lease_book``);
 checkpoints become durable progress; rung values go to ``rungs``. A job that ends frees
-its GPUs and a round follows; a job past its grace is killed."""
+its GPUs and a round follows (``JobControl.take_freed``, whatever app the job was
+of); a job past its grace is killed."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 from themis.runtime.loop import rungs
@@ -19,6 +21,7 @@ from themis.runtime.loop.job_control import JobControl, Key
 from themis.runtime.loop.lease_book import LeaseClock
 from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.restart_cost import RestartCosts
 from themis.runtime.loop.start_watch import StartWatch, resume_check
 from themis.runtime.loop.trials import Trials
 from themis.runtime.state.store import Store
@@ -41,6 +44,7 @@ class ReportHandling:
         halving: HalvingControl,
         credentials: JobCredentials,
         start_watch: StartWatch,
+        restart_costs: RestartCosts | None,
         metrics: ArbiterMetrics,
         clock: Callable[[], float],
     ) -> None:
@@ -53,6 +57,7 @@ class ReportHandling:
         self.halving = halving
         self.credentials = credentials
         self.start_watch = start_watch
+        self.restart_costs = restart_costs  # None: restarts are not measured
         self.metrics = metrics
         self.now = clock
 
@@ -116,6 +121,8 @@ class ReportHandling:
         current = self.jobs.running.get(rj.key) is rj
         if current and p.started and not rj.started:
             rj.started = True
+            if self.restart_costs is not None:  # launch to its function running
+                self.restart_costs.started(rj.app_id, time.time() - rj.started_wall)
             self.start_watch.started(rj.key)
             resume_check(live, rj, p, now, self.store, self.metrics)
             clock = self.clocks.get(rj.key)
@@ -158,6 +165,13 @@ class ReportHandling:
             return True
         if outcome is not None:
             self._record_checkpoint(live, rj, outcome.checkpoint_step)
+            if (
+                self.restart_costs is not None
+                and outcome.status == "paused"
+                and rj.stop_sent is not None
+                and not rj.killed
+            ):  # told to stop, returned by itself: its step finished and checkpoint saved
+                self.restart_costs.stopped(rj.app_id, time.time() - rj.stop_sent)
         job = live.job(rj.trial_id)
         state = live.trial_state.get(rj.trial_id)
         if state in ENDED:

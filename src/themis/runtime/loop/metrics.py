@@ -22,7 +22,8 @@ One registry per arbiter (not the process-global one, so tests can run several):
 - ``themis_arbiter_heartbeat_seconds``: wall clock of the scheduling loop's last tick;
 - ``themis_loop_faults_total{where}``: exceptions the scheduling loop caught and logged
   instead of dying (``command``: a request refused; ``admit``: an app failed at
-  admission; ``tick``: the rest of a tick skipped, the next one runs);
+  admission; ``tick``: the rest of a tick skipped, the next one runs; ``restart_cost``:
+  the policy refused the measured restart cost and keeps the last one);
 - ``themis_auctions_limited``: auctions that hit their deadline before proving their
   allocation optimal; ``themis_auction_gap_max``: the largest certified gap among them
   (log-utility units; docs/auction.md);
@@ -32,6 +33,8 @@ One registry per arbiter (not the process-global one, so tests can run several):
   the app's cap; ``state/log_writer.py``);
 - ``themis_state_faults_total``: times the state database was found damaged (a corrupt
   page, not a database, an I/O error, a full disk): the API answers 503 and the loop stops;
+- ``themis_restart_cost_seconds``: the restart cost the policy was last told (the
+  cluster's observed estimate, ``loop/restart_cost.py``);
 - ``themis_ray_up``: 1 while the arbiter reaches Ray, 0 while Ray is unreachable (the
   arbiter goes on without GPUs); ``themis_ray_lost_total``: times Ray was lost.
 """
@@ -85,6 +88,9 @@ class ArbiterMetrics:
             "themis_arbiter_heartbeat_seconds", "Wall clock of the last tick", registry=r
         )
 
+        self.restart_cost = Gauge(
+            "themis_restart_cost_seconds", "Restart cost the policy was last told", registry=r
+        )
         self.ray_up = Gauge("themis_ray_up", "1 while the arbiter reaches Ray, else 0", registry=r)
         self.ray_lost = Counter("themis_ray_lost", "Times Ray became unreachable", registry=r)
         self.faults = Counter(

@@ -10,7 +10,7 @@ from typing import Any
 from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
 from themis.mechanism.view import DEFAULT_BATCH_WINDOW
-from themis.policies import PolicyOptions
+from themis.policies import PolicyOptions, make_policy
 from themis.runtime.state.log_writer import LogLimits
 
 _POLICY = PolicyOptions()
@@ -43,6 +43,13 @@ class ServiceOptions:
     knobs: tuple[tuple[str, Any], ...] = ()
     #: Bounds of the app logs: line length, per-app rates, what the state keeps.
     log_limits: LogLimits = field(default_factory=LogLimits)
+    #: Seconds one restart of a job costs (start-up and checkpoint restore, plus the
+    #: checkpoint save at its stop), told to the policy as the simulator tells it its
+    #: ``restart_cost``: the cost before any is observed, or always if not measured.
+    restart_cost: float = 0.0
+    #: Measure each job's restart cost and tell the policy the cluster's estimate
+    #: (``loop/restart_cost.py``); False: ``restart_cost`` as given, for the whole run.
+    measure_restart_cost: bool = True
 
     def __post_init__(self) -> None:
         # A grace as long as the lease lets a job that ignores its lease end hold its
@@ -57,7 +64,14 @@ class ServiceOptions:
                 f"--start-timeout must be a positive number of seconds, got {self.start_timeout:g}",
                 field="--start-timeout",
             )
-        self.policy_options()  # the knobs' rules, before anything starts
+        if not (self.restart_cost >= 0 and self.restart_cost < float("inf")):
+            raise ThemisError(
+                f"must be a number of seconds >= 0, got {self.restart_cost}",
+                field="--restart-cost",
+            )
+        # The knobs' rules, and the policy's own on the first restart cost it is told
+        # (Gandiva refuses one not shorter than its slice), before anything starts.
+        make_policy(self.policy, self.policy_options()).set_restart_cost(self.restart_cost)
 
     @property
     def start_deadline(self) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from themis.errors import ThemisError
+from themis.runtime.loop import submit_replay
 from themis.runtime.loop.admission import Admission
 from themis.runtime.loop.commands import Command, CommandQueue
 from themis.runtime.loop.current_inventory import CurrentInventory
@@ -18,7 +19,7 @@ from themis.runtime.loop.job_control import JobControl
 from themis.runtime.loop.live import AppBook
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.trials import Trials
-from themis.runtime.state.store import NameTaken, StateLost, Store
+from themis.runtime.state.store import Store
 
 log = logging.getLogger("themis.runtime")
 
@@ -52,10 +53,8 @@ class RequestHandling:
         for command in self.commands.drain():
             try:
                 changed = self._answer(command, now) or changed
-            except (NameTaken, StateLost) as exc:  # the API's 409 and 503
+            except ThemisError as exc:  # its kind picks the API's status (409, 503, 400)
                 command.refuse(exc.format(), type(exc))
-            except ThemisError as exc:
-                command.refuse(exc.format())
             except Exception as exc:  # noqa: BLE001 (one request never stops the loop)
                 # A bug or an input the checks let through: refuse this request with its
                 # reason, log and count it, and serve the others (issue 20).
@@ -94,6 +93,10 @@ class RequestHandling:
 
     def _submit(self, command: Command, now: float) -> bool:
         app = command.payload["app"]
+        replayed = submit_replay.replay(self.store, command.payload, now)
+        if replayed is not None:  # a retry of a submit already done: no new app
+            command.answer(replayed)
+            return False
         cluster = self.current.cluster
         if cluster is not None and app.gpus_per_trial > cluster.size:
             raise ThemisError(
@@ -102,7 +105,8 @@ class RequestHandling:
                 source=command.payload.get("source"),
                 field="gpus_per_trial",
             )
-        self.store.add_app(app, command.payload["token_hash"], command.payload["source"])
+        payload = command.payload
+        self.store.add_app(app, payload["token_hash"], payload["source"], payload.get("key"))
         self.admission.submitted.append(app.name)
         where = "waiting for the cluster's first GPU" if cluster is None else "admitted next"
         self.store.log(now, app.name, None, f"submitted: {app.trials} trials; {where}")

@@ -5,8 +5,10 @@ once their GPUs are really free (``lease_book``)."""
 
 from __future__ import annotations
 
+import logging
 import time
 
+from themis.errors import ThemisError
 from themis.mechanism.books import ViewBooks
 from themis.mechanism.checks import check_schedule
 from themis.mechanism.diff import stopping
@@ -17,7 +19,10 @@ from themis.runtime.loop.lease_book import LeaseClock, RuntimeView, grant_length
 from themis.runtime.loop.live import AppBook
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.options import ServiceOptions
+from themis.runtime.loop.restart_cost import RestartCosts
 from themis.runtime.loop.trials import Trials
+
+log = logging.getLogger("themis.runtime")
 
 
 class Rounds:
@@ -33,6 +38,7 @@ class Rounds:
         current: CurrentInventory,
         trials: Trials,
         metrics: ArbiterMetrics,
+        restart_costs: RestartCosts,
     ) -> None:
         self.policy = policy
         self.options = options
@@ -42,6 +48,7 @@ class Rounds:
         self.current = current
         self.trials = trials
         self.metrics = metrics
+        self.restart_costs = restart_costs
         # The books every view carries (``mechanism/books.py``): the runtime keeps no
         # record of what changed, so every app is read as changed each round.
         self.view_books = ViewBooks()
@@ -69,6 +76,7 @@ class Rounds:
             self.options.batch_window,
             reserved=self.jobs.reserved(),
         )
+        self.tell_restart_cost()
         schedule = self.policy.schedule(self.view_books.fill(view))
         check_schedule(schedule, active, cluster)
         for job in stopping(schedule, active):
@@ -94,6 +102,22 @@ class Rounds:
                 self.metrics.granted.inc()
         self.metrics.round_seconds.observe(time.perf_counter() - started)
         self.metrics.auction_figures(self.policy.report())
+
+    def tell_restart_cost(self) -> None:
+        """Tell the policy the cluster's restart cost when it moved enough (before a
+        round, as the simulator tells it before a run). A policy that refuses the cost
+        (Gandiva: not shorter than its slice) keeps the last one: logged and counted."""
+        cost = self.restart_costs.to_tell(time.monotonic())
+        if cost is None:
+            return
+        self.restart_costs.tell(cost, time.monotonic())
+        try:
+            self.policy.set_restart_cost(cost)
+        except ThemisError as exc:
+            log.warning("themis serve: the policy refused a restart cost: %s", exc.format())
+            self.metrics.faults.labels("restart_cost").inc()
+            return
+        self.metrics.restart_cost.set(cost)
 
     def hold_unstarted_leases(self, now: float) -> None:
         """A granted job's lease does not run down before the job really runs."""

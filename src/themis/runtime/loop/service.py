@@ -52,6 +52,7 @@ from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.options import ServiceOptions
 from themis.runtime.loop.requests import RequestHandling
+from themis.runtime.loop.restart_cost import RestartCosts
 from themis.runtime.loop.rounds import Rounds
 from themis.runtime.loop.start_watch import StartDeadlines, StartWatch
 from themis.runtime.loop.status import StatusReporting
@@ -98,6 +99,9 @@ class ArbiterService:
         self.rho_history = RhoHistory()  # for the dashboard (api.dashboard)
         self.clocks: dict[Key, LeaseClock] = {}
         self.start_watch = StartWatch(options.start_deadline)
+        self.restart_costs = RestartCosts(
+            options.restart_cost, cap=options.lease, interval=options.lease
+        )
         self._round_due = True  # a restarted arbiter hands out GPUs at once
         # App logs are queued and written off the loop, within per-app limits: the tick
         # never waits on what tenants write (state/log_writer.py).
@@ -136,6 +140,7 @@ class ArbiterService:
             self.halving,
             self.credentials,
             self.start_watch,
+            self.restart_costs if options.measure_restart_cost else None,
             self.metrics,
             self.now,
         )
@@ -151,7 +156,9 @@ class ArbiterService:
             self.current,
             self.trials,
             self.metrics,
+            self.restart_costs,
         )
+        self.rounds.tell_restart_cost()
         self.launches = Launches(
             store, self.book, self.jobs, self.current, self.credentials, self.storage
         )
@@ -290,6 +297,9 @@ class ArbiterService:
         needs_round = self.admission.admit(now) or needs_round
         needs_round = self.reports.collect(now) or needs_round
         self.reports.enforce_grace()
+        # Every GPU that really comes free leads to a round, whatever freed it (a job's
+        # end, a drain or a kill, of a live app or of one cancelled or done).
+        needs_round = self.jobs.take_freed() or needs_round
         needs_round = self.start_deadlines.enforce(now) or needs_round
         needs_round = self.halving.apply(now) or needs_round
         self.rounds.hold_unstarted_leases(now)

@@ -43,7 +43,19 @@ DB_NAME = "themis.db"
 #: wrote requests into the database); 2 added apps.reason and apps.note.
 SCHEMA_VERSION = 2
 
-_SCHEMA = """
+#: Submits' idempotency keys (``api/routes.py``): who sent the key, its SHA-256, the
+#: SHA-256 of the request and the app it created.
+_SUBMIT_KEYS = """
+CREATE TABLE IF NOT EXISTS submit_keys (
+    principal TEXT NOT NULL,
+    key_hash TEXT NOT NULL,
+    app_id TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    PRIMARY KEY (principal, key_hash)
+);
+"""
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS apps (
     app_id TEXT PRIMARY KEY,
@@ -100,6 +112,8 @@ CREATE TABLE IF NOT EXISTS events (
     message TEXT NOT NULL
 );
 """
+    + _SUBMIT_KEYS
+)
 
 #: App states: submitted (not yet admitted by the arbiter), running, and the ends:
 #: finished (a trial ran its whole budget), failed (none did: errors, no metric, a gang
@@ -153,6 +167,17 @@ class TrialTally:
     states: dict[str, int]
     steps_done: int
     steps_total: int
+
+
+@dataclass(frozen=True)
+class SubmitKey:
+    """A submit's idempotency key as kept: who sent it, the key's and the request's
+    SHA-256 (never the key itself), and the app it created."""
+
+    principal: str
+    key_hash: str
+    body_hash: str
+    app_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,6 +311,10 @@ class Store:
                 "this themis reads",
                 source=where,
             )
+        if not readonly and not fresh:
+            # A table added without a new schema version (older themis ignores it): the
+            # idempotency keys of submits, created in a database that predates it.
+            self.db.execute(_SUBMIT_KEYS)
         if not readonly and not fresh:
             # Every open, not only --init: a corrupt page otherwise surfaces seconds later
             # as a traceback from whatever statement reads it first (issue 20).
@@ -421,12 +450,16 @@ class Store:
 
     # -- apps and trials ------------------------------------------------------------------
 
-    def add_app(self, app: AppFile, token_hash: str, source: str) -> None:
-        """Insert a submitted app and its trials; a name in use is refused."""
-        key = name_key(app.name)
+    def add_app(
+        self, app: AppFile, token_hash: str, source: str, key: SubmitKey | None = None
+    ) -> None:
+        """Insert a submitted app and its trials; a name in use is refused. ``key``: the
+        submit's idempotency key, kept with the app in the same transaction (so a retry
+        finds the app whenever the app exists)."""
+        name = name_key(app.name)
         with self.tx() as db:
             for (existing,) in db.execute("SELECT app_id FROM apps"):
-                if name_key(existing) == key:
+                if name_key(existing) == name:
                     same = "" if existing == app.name else f" (as '{existing}')"
                     raise NameTaken(
                         f"an app named '{app.name}' was already submitted{same}; names are "
@@ -434,6 +467,12 @@ class Store:
                         source=source,
                         field="name",
                     )
+            if key is not None:
+                db.execute(
+                    "INSERT INTO submit_keys (principal, key_hash, app_id, body_hash)"
+                    " VALUES (?, ?, ?, ?)",
+                    (key.principal, key.key_hash, app.name, key.body_hash),
+                )
             db.execute(
                 "INSERT INTO apps (app_id, token_hash, spec, source, state, submitted_at)"
                 " VALUES (?, ?, ?, ?, 'submitted', ?)",
@@ -484,6 +523,21 @@ class Store:
             acc[0] += done or 0
             acc[1] += total or 0
         return {app: TrialTally(states[app], *sums[app]) for app in states}
+
+    def submitted_with(self, principal: str, key_hash: str) -> SubmitKey | None:
+        """The submit this principal made with this idempotency key, if any."""
+        row = self.db.execute(
+            "SELECT * FROM submit_keys WHERE principal = ? AND key_hash = ?",
+            (principal, key_hash),
+        ).fetchone()
+        if row is None:
+            return None
+        return SubmitKey(row["principal"], row["key_hash"], row["body_hash"], row["app_id"])
+
+    def set_app_token(self, app_id: str, token_hash: str) -> None:
+        """Replace an app's token (its hash): the old token is refused from now on."""
+        with self.tx() as db:
+            db.execute("UPDATE apps SET token_hash = ? WHERE app_id = ?", (token_hash, app_id))
 
     def app_with_token(self, token_hash: str) -> str | None:
         """The app whose token has this hash, if any."""
