@@ -10,6 +10,9 @@ import pytest
 import themis
 from tests.runtime.conftest import HERE
 from themis.runtime.workers.lease import (
+    BUFFERED_LINE_CHARS,
+    BUFFERED_LINES,
+    BUFFERED_REPORTS,
     LeaseControl,
     TrialSpec,
     read_checkpoint,
@@ -138,3 +141,26 @@ def test_the_ranks_of_a_node_are_listed_in_local_rank_order(tmp_path: Path) -> N
 
     members = replace(spec(tmp_path), gang=(("A", 3), ("B", 1))).members()
     assert [node_peers(members, k) for k in range(4)] == [[0, 1, 2]] * 3 + [[3]]
+
+
+def test_what_a_trial_buffers_between_polls_is_bounded_and_what_is_dropped_is_said(
+    tmp_path: Path,
+) -> None:
+    # 50 steps of 200 lines of 20,000 characters, no poll in between: without a bound the
+    # actor held 10,000 lines (200 MB) for the arbiter's next poll.
+    control = LeaseControl()
+    s = spec(tmp_path, "trainers:flood", budget=50, lines=200, width=20_000, step_time=0.0)
+    lines = run_trial(s, control).last.logs
+    assert len(lines) == BUFFERED_LINES + 1
+    assert max(len(line) for line in lines) <= BUFFERED_LINE_CHARS
+    assert lines[-1].startswith(f"[themis: {50 * 200 - BUFFERED_LINES} log lines and 0 reports")
+    # Reports keep the newest: the rungs read the last values.
+    control = LeaseControl()
+    for step in range(BUFFERED_REPORTS + 500):
+        control.add_report((step, {"loss": float(step)}))
+    progress = control.drain(s)
+    assert len(progress.reports) == BUFFERED_REPORTS
+    assert progress.reports[-1][0] == BUFFERED_REPORTS + 499
+    assert "500 reports dropped" in progress.logs[-1]
+    # The next poll starts afresh.
+    assert control.drain(s).logs == ()

@@ -42,6 +42,16 @@ from themis.runtime.workers import checkpoint
 
 #: 1 was a pickle (refused now: it could carry code); 2 is ``runtime.checkpoint``'s.
 CHECKPOINT_FORMAT = 2
+#: What one trial keeps for the arbiter between two polls (the arbiter polls every tick,
+#: 0.2 s by default): a trial that logs or reports in a tight loop grows its own actor's
+#: memory and each poll's transfer to the arbiter's driver without bound otherwise. Past
+#: these, lines and reports are counted and dropped, and one line says how many; the
+#: arbiter's own per-app log limits (``state/log_writer.py``) apply after.
+BUFFERED_LINES = 2000
+BUFFERED_REPORTS = 2000
+#: Characters kept of one line in that buffer (the arbiter keeps at most 4,000).
+BUFFERED_LINE_CHARS = 8000
+POLL_NOTE = "one poll of the arbiter"
 
 
 # -- checkpoints ------------------------------------------------------------------------
@@ -217,9 +227,27 @@ class LeaseControl:
     dir_notes: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    dropped_lines: int = 0
+    dropped_reports: int = 0
+
     def log(self, line: str) -> None:
         with self.lock:
-            self.logs.append(line)
+            self.add_line(line)
+
+    def add_line(self, line: str) -> None:
+        """Buffer a line for the next poll (the lock held): bounded, see BUFFERED_LINES."""
+        if len(self.logs) >= BUFFERED_LINES:
+            self.dropped_lines += 1
+        else:
+            self.logs.append(line[:BUFFERED_LINE_CHARS])
+
+    def add_report(self, report: tuple[int, dict[str, float]]) -> None:
+        """Buffer a report for the next poll (the lock held): the last ones count most
+        (rungs read the last value at a step), so past the bound the oldest is dropped."""
+        if len(self.reports) >= BUFFERED_REPORTS:
+            del self.reports[0]
+            self.dropped_reports += 1
+        self.reports.append(report)
 
     def request_stop(self) -> None:
         with self.lock:
@@ -229,6 +257,13 @@ class LeaseControl:
         with self.lock:
             reports, self.reports = self.reports, []
             logs, self.logs = self.logs, []
+            if self.dropped_lines or self.dropped_reports:
+                logs.append(
+                    f"[themis: {self.dropped_lines} log lines and {self.dropped_reports} "
+                    f"reports dropped since the last poll: over {BUFFERED_LINES} lines or "
+                    f"{BUFFERED_REPORTS} reports in {POLL_NOTE}]"
+                )
+                self.dropped_lines = self.dropped_reports = 0
             return Progress(
                 spec.app_id,
                 spec.trial_id,
@@ -341,12 +376,12 @@ class Trial:
             values[name] = value
         with self._control.lock:
             steps = self._control.steps + (1 if self._in_step else 0)
-            self._control.reports.append((steps, values))
+            self._control.add_report((steps, values))
 
     def log(self, message: str) -> None:
         """A line for ``themis logs``."""
         with self._control.lock:
-            self._control.logs.append(str(message))
+            self._control.add_line(str(message))
 
     def should_continue(self) -> bool:
         """False once the lease has ended, the budget is spent or the trial must pause at
@@ -429,7 +464,7 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
     except Exception:
         error = traceback.format_exc(limit=8)
         with control.lock:
-            control.logs.append(error)
+            control.logs.append(error[:BUFFERED_LINE_CHARS])  # always: it is why it failed
         return _outcome(spec, control, "error", error.strip().splitlines()[-1])
     with control.lock:
         stopped = control.stop_requested and control.steps < spec.stop
