@@ -138,7 +138,15 @@ def test_status_watch_reports_an_arbiter_that_stops_answering_and_goes_on(cli, f
         1,
         3,
     ]
-    assert result.err == "themis: no arbiter answers at http://x; again in 1 s\n"
+    assert result.err == (
+        "themis: no arbiter answers at http://x; asking again every 1 s\n"
+        "themis: the arbiter answers again\n"
+    )
+    # Gone for good: said once, not at every refresh.
+    client = fake(FakeClient(limit=6, unreachable={2, 3, 4, 5, 6}))
+    result = cli("status", "--json", "--watch", "--every", "1", "--server", "http://x")
+    assert client.calls == 6 and result.code == 3
+    assert result.err.count("no arbiter answers") == 1, result.err
     fake(FakeClient(limit=3, unreachable={3}))  # not answering at the end: exit code 3
     assert cli("status", "--watch", "--server", "http://x").code == 3
     fake(FakeClient(unreachable={1}))  # without --watch: the usual one-line error

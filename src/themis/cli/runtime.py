@@ -341,6 +341,7 @@ def status(
     client = _client(server, token)
     clear = watch and not as_json and sys.stdout.isatty()
     alive = True
+    last_error: str | None = None
     try:
         while True:
             try:
@@ -348,11 +349,18 @@ def status(
             except ThemisError as exc:
                 if not watch:
                     raise
-                # Watching: an arbiter that stops answering is news, not the end.
+                # Watching: an arbiter that stops answering is news, not the end; said
+                # once, not every refresh, until it answers again or the error changes.
                 alive = False
-                click.echo(inert(f"themis: {exc.format()}; again in {every:g} s"), err=True)
+                error = exc.format()
+                if error != last_error:
+                    click.echo(inert(f"themis: {error}; asking again every {every:g} s"), err=True)
+                    last_error = error
                 time.sleep(every)
                 continue
+            if last_error is not None:
+                click.echo("themis: the arbiter answers again", err=True)
+                last_error = None
             alive = answer["arbiter"]["state"] == "alive"
             if as_json:
                 # One document; with --watch one per line (JSON Lines), flushed each time.
