@@ -84,7 +84,11 @@ def test_the_package_index_page_has_metadata_and_the_readme_names_the_distributi
     lowest = project["requires-python"].removeprefix(">=")
     assert f"Programming Language :: Python :: {lowest}" in classifiers
     readme = (ROOT / "README.md").read_text()
-    assert "`themis-scheduler`" in readme and "pip install themis-scheduler" in readme
+    assert "`themis-scheduler`" in readme
+    # Not on the package index yet: the README must not send users to a name that is not
+    # there as if it were, and says how to install from a clone or a wheel built from it.
+    assert "not on the\npackage index yet" in readme and "pip install ." in readme
+    assert "pip wheel --no-deps -w dist ." in readme
 
 
 def _manifest_grafts() -> set[str]:

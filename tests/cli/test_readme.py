@@ -92,6 +92,18 @@ def test_the_readme_has_the_commands_this_test_expects() -> None:
     assert names - SERVER - known == set()
 
 
+def test_no_example_overwrites_the_main_jobs_runs() -> None:
+    """The set-up's main job writes its twelve runs to out/compare/; a later example that
+    writes there too (compare's default) replaced them."""
+    examples = [argv for argv in commands() if argv[1] == "compare"]
+    assert examples
+    for argv in examples:
+        if argv[2:] and argv[2] == "--report" and len(argv) == 4:
+            continue  # the main job itself, with its report: the same runs
+        out = argv[argv.index("--out") + 1] if "--out" in argv else "out/compare"
+        assert out != "out/compare", " ".join(argv)
+
+
 def test_every_readme_command_that_reads_the_repository_runs(workdir: Path) -> None:
     """The README's commands that read a file of the repository (``examples/``), run here
     with the examples beside them as in a fresh clone. Every other command is run by
