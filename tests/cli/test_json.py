@@ -152,3 +152,67 @@ def test_status_watch_reports_an_arbiter_that_stops_answering_and_goes_on(cli, f
     fake(FakeClient(unreachable={1}))  # without --watch: the usual one-line error
     result = cli("status", "--server", "http://x")
     assert result.code == 2 and "no arbiter answers" in result.err
+
+
+def test_policies_json_lists_every_registered_policy(cli) -> None:
+    from themis.policies import policy_names
+
+    result = cli("policies", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert [p["name"] for p in doc["policies"]] == policy_names()
+    assert all(p["description"] for p in doc["policies"]) and doc["broken"] == []
+
+
+class FakeRuntime:
+    """Answers submit and logs as the API does."""
+
+    def submit(self, app_file) -> dict:
+        return {"app_id": "mlp-sweep", "trials": 8, "token": "tok", "replayed": False}
+
+    def logs(self, app: str, after: int) -> dict:
+        if after:
+            return {"lines": [], "last": after, "state": "finished"}
+        return {"lines": ["admitted", "t000 said \x1b[2J"], "last": 2, "state": "finished"}
+
+
+def test_submit_and_logs_json(cli, monkeypatch) -> None:
+    monkeypatch.setattr(runtime_cli, "_client", lambda server, token: FakeRuntime())
+    result = cli("submit", "--json", "--server", "http://x", "--token", "t", "app.yaml")
+    assert result.code == 0, result.err
+    assert json.loads(result.out) == {
+        "app_id": "mlp-sweep",
+        "trials": 8,
+        "token": "tok",
+        "replayed": False,
+    }
+    result = cli("logs", "--json", "--server", "http://x", "--token", "t", "mlp-sweep")
+    assert result.code == 0, result.err
+    lines = [json.loads(line) for line in result.out.splitlines()]
+    assert lines == [
+        {"app": "mlp-sweep", "line": "admitted"},
+        {"app": "mlp-sweep", "line": "t000 said \x1b[2J"},
+    ]
+    assert "\x1b" not in result.out  # JSON escapes it
+
+
+EXAMPLE_APP = Path(__file__).parents[2] / "examples" / "mlp_sweep" / "app.yaml"
+
+
+def test_submit_dry_run_checks_the_file_and_submits_nothing(cli, monkeypatch, tmp_path) -> None:
+    def no_server(server, token):
+        raise AssertionError("a dry run must not reach the server")
+
+    monkeypatch.setattr(runtime_cli, "_client", no_server)
+    result = cli("submit", "--dry-run", str(EXAMPLE_APP))
+    assert result.code == 0, result.err
+    assert "valid: app 'mlp-sweep'" in result.out and "nothing submitted" in result.out
+    assert result.out.count("\n  t0") >= 1
+    result = cli("submit", "--dry-run", "--json", str(EXAMPLE_APP))
+    doc = json.loads(result.out)
+    assert doc["valid"] is True and doc["app"]["name"] == "mlp-sweep"
+    bad = tmp_path / "app.yaml"
+    bad.write_text(EXAMPLE_APP.read_text().replace("trials:", "trials: -3\nold_trials:", 1))
+    result = cli("submit", "--dry-run", str(bad))
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert str(bad) in result.err

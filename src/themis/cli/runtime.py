@@ -25,6 +25,7 @@ from themis.cli import defaults
 from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
 from themis.cli.inert import cell, inert
+from themis.cli.json_output import JSON_OPTION, emit
 from themis.cli.policy_flags import policy_flags_of, policy_values
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
@@ -279,22 +280,63 @@ def serve(
     default=None,
     help="Also write the app's new token to this file (mode 0600).",
 )
-def submit(server: str, token: str | None, app_file: str, token_file: str | None) -> None:
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check APP_FILE as the arbiter would (fields, limits, search space) and print the "
+    "trials it draws; submit nothing, need no server. The arbiter still checks what only "
+    "it knows: the name is free, a gang fits its cluster, the workdir exists there.",
+)
+@JSON_OPTION
+def submit(
+    server: str,
+    token: str | None,
+    app_file: str,
+    token_file: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Submit the sweep described by APP_FILE with the operator's submit (or admin)
     token; prints the app's own token, which cancel and logs need."""
+    if dry_run:
+        _check_app_file(app_file, as_json)
+        return
     done = _client(server, token).submit(app_file)
     if token_file is not None:
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(done["token"] + "\n")
-    click.echo(inert(f"submitted app '{done['app_id']}' ({done['trials']} trials)"))
-    click.echo(inert(f"token: {done['token']}"))
+    if as_json:
+        emit(done)
+    else:
+        click.echo(inert(f"submitted app '{done['app_id']}' ({done['trials']} trials)"))
+        click.echo(inert(f"token: {done['token']}"))
     if done.get("replayed"):
         click.echo(
             "themis submit: the arbiter had taken this submit before its answer was lost; "
             "this is that app, with a new token (the lost one is void)",
             err=True,
         )
+
+
+def _check_app_file(app_file: str, as_json: bool) -> None:
+    """``submit --dry-run``: the app file checked here with the arbiter's own rules."""
+    from themis.runtime.state.appfile import load_app_file
+
+    app = load_app_file(app_file)
+    if as_json:
+        emit({"valid": True, "app": app.to_dict()})
+        return
+    gang = f"{app.gpus_per_trial} GPU{'s' if app.gpus_per_trial != 1 else ''} each"
+    halving = "" if app.halving is None else ", successive halving"
+    click.echo(
+        inert(
+            f"{app_file}: valid: app '{app.name}', {app.trials} trials of {gang}, "
+            f"{app.steps} steps{halving}; nothing submitted"
+        )
+    )
+    for k, config in enumerate(app.configs):
+        click.echo(inert(f"  t{k:03d} {config}"))
 
 
 @click.command(short_help="Show the arbiter's liveness and every app.")
@@ -473,15 +515,27 @@ def cancel(server: str, token: str | None, app: str, wait: float) -> None:
 @_TOKEN
 @click.argument("app")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new events until the app ends.")
-def logs(server: str, token: str | None, app: str, follow: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print each event as one JSON object per line (JSON Lines: {"app", "line"}), '
+    "with --follow as they come.",
+)
+def logs(server: str, token: str | None, app: str, follow: bool, as_json: bool) -> None:
     """APP's events (its token, or the admin token): admission, leases granted, renewed
     and ended, checkpoints, early stops, failures, and what its trials logged."""
+    import json
+
     client = _client(server, token)
     last = 0
     while True:
         answer = client.logs(app, last)
         for line in answer["lines"]:
-            click.echo(inert(line))  # what trials logged: never raw to a terminal
+            if as_json:  # JSON escapes every control character: inert as it is
+                click.echo(json.dumps({"app": app, "line": line}))
+            else:
+                click.echo(inert(line))  # what trials logged: never raw to a terminal
         more = answer["last"] != last
         last = answer["last"]
         if more:
