@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from themis.errors import ThemisError
 from themis.experiments import truthfulness as lies
 from themis.experiments.runner import RunRequest, run_many
 from themis.model.cluster import Cluster
-from themis.model.profiles import ModelProfile
+from themis.model.profiles import ModelProfile, load_profiles
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.policies import PolicyOptions, make_policy
 from themis.simulator.engine import Conditions, Simulator
+from themis.workload.generator import GeneratorSpec, generate
 
 TOY = ModelProfile("toy", time_per_iteration=1.0, cross_machine=0.8, cross_rack=0.4)
 FACTORS = (2.0, 0.5)
@@ -230,3 +235,116 @@ def test_each_lie_is_measured_against_the_liars_best_truthful_order() -> None:
     assert found["split:2"].best_gain == pytest.approx(1 - 95 / 90)
     table = lies.report_share_markdown([gang], "lie pays")
     assert "lie pays (> 1%)" in table and "| themis | gang:0.5 | 1 | 1 | +10.0% |" in table
+
+
+# -- contexts of the simulation's own draws and arrival jitter; the placebo ------------------
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    arrivals=st.lists(st.floats(0.0, 1e6), min_size=1, max_size=8),
+    seed=st.integers(0, 10**7),
+    jitter=st.floats(0.0, 3600.0),
+)
+def test_jitter_only_delays_arrivals_within_its_bound_and_repeats_by_seed(
+    arrivals: list[float], seed: int, jitter: float
+) -> None:
+    w = workload([(f"a{k}", t, [100.0]) for k, t in enumerate(arrivals)])
+    once = lies.jitter_arrivals(w, seed, jitter)
+    assert once == lies.jitter_arrivals(w, seed, jitter)
+    for before, after in zip(w.apps, once.apps, strict=True):
+        assert before.arrival <= after.arrival <= before.arrival + jitter
+        assert (after.app_id, after.jobs, after.model) == (before.app_id, before.jobs, before.model)
+
+
+def _generated(jobs: int = 80, seed: int = 11) -> Workload:
+    return generate(GeneratorSpec(jobs=jobs, seed=seed, load=1.5, gpus=8), load_profiles())
+
+
+def _finishes(request: RunRequest) -> dict[str, float]:
+    [record] = run_many([request], workers=1)
+    return {row.app_id: row.finish_s for row in record.rows}
+
+
+def test_contexts_draw_their_own_seed_and_arrivals_and_give_other_schedules() -> None:
+    """Each context of several has a seed of its own for the policy's draws and the
+    estimate errors, and other arrivals; the same context twice is the same run, and
+    different contexts are different schedules (one context is the run as given)."""
+    base = RunRequest("h", "themis", _generated(), "1x1x8", PolicyOptions(lease=600.0, seed=5))
+    assert lies.context_request(base, 5, 0, 1) is base
+    drawn = [lies.context_request(base, 5, k, 4) for k in range(4)]
+    seeds = {r.options.seed for r in drawn}
+    assert len(seeds) == 4 and 5 not in seeds
+    assert [r.conditions.estimate_seed for r in drawn] == [r.options.seed for r in drawn]
+    assert len({tuple(a.arrival for a in r.workload.apps) for r in drawn}) == 4
+    schedules = [_finishes(r) for r in drawn]
+    assert _finishes(lies.context_request(base, 5, 2, 4)) == schedules[2]
+    assert len({tuple(sorted(s.items())) for s in schedules}) == 4
+    # no jitter: the draws of the seed alone still give another schedule
+    still = [lies.context_request(base, 5, k, 4, jitter=0.0) for k in range(2)]
+    assert still[0].workload is base.workload
+    assert _finishes(still[0]) != _finishes(still[1])
+
+
+def _over(
+    w: Workload, policy: str, case: lies.LieCase, contexts: int = 4, jitter: float = 10.0
+) -> lies.LieOutcome:
+    honest, lying = [], []
+    for k in range(contexts):
+        base = RunRequest(f"h{k}", policy, w, "1x1x2", PolicyOptions(lease=100.0))
+        base = lies.context_request(base, 0, k, contexts, jitter=jitter)
+        [h, r] = run_many([base, lies.lie_request(base, case, 2, f"l{k}")], workers=1)
+        honest.append(h)
+        lying.append(r)
+    return lies.outcome_over(policy, 0, case, honest, lying)
+
+
+def test_understating_pays_under_the_oracle_over_contexts_and_not_under_themis() -> None:
+    """STAGGERED (A at 0 s, B at 100 s, C at 200 s; 2 GPUs): the FTF oracle ranks by
+    finish times predicted from declared work, so each app declaring half its work is
+    ranked worse off than it is and served sooner: each of the three gains in all four
+    contexts (A +7.1%, B +11.2%, C +8.4%). Themis ranks by verified progress: no gain in
+    any context. The placebo gains nothing under either."""
+    for policy, paying in (("ftf-oracle", True), ("themis", False)):
+        rows = [
+            _over(STAGGERED, policy, lies.LieCase(lie, (liar,)))
+            for lie in ("work:0.5", lies.PLACEBO)
+            for liar in ("A", "B", "C")
+        ]
+        found = {s.lie: s for s in lies.summarize_lies(rows, lies.PLACEBO)}
+        lie, placebo = found["work:0.5"], found[lies.PLACEBO]
+        assert placebo.placebo and not lie.placebo
+        assert (placebo.cases, placebo.context_runs) == (lie.cases, lie.context_runs) == (3, 12)
+        assert abs(placebo.best_gain) < lies.PAYS
+        if paying:
+            assert lie.median_gain == pytest.approx(0.0837, abs=0.002)
+            assert (lie.paid, lie.contexts_gained) == (3, 12)
+            assert (lie.best_who, lie.best_gained) == ("0 B", 4)
+            assert lie.best_gain > placebo.best_gain
+            text = lies.summary_markdown(list(found.values()))
+            assert f"Noise floor ({policy})" in text and "above it: `work:0.5`" in text
+        else:
+            assert lie.best_gain <= 1e-9 and lie.contexts_gained == 0
+
+
+@pytest.mark.parametrize("policy", ["themis", "ftf-oracle"])
+def test_a_truthful_declaration_gains_exactly_nothing_in_every_context(policy: str) -> None:
+    """A liar declaring exactly its work (factor 1 through the misreport path) in each of
+    four contexts of a generated workload: the lying run is the honest run of its
+    context decision for decision, so the gain is 0.0, not merely small. It fails if a
+    context's draws differed between its honest and its lying run."""
+    w = _generated()
+    liar = sorted(w.apps, key=lambda a: a.arrival)[len(w.apps) // 2].app_id
+    case = lies.LieCase(lies.PLACEBO, (liar,))
+    honest, lying = [], []
+    for k in range(4):
+        base = RunRequest(f"h{k}", policy, w, "1x1x8", PolicyOptions(lease=600.0, seed=9))
+        base = lies.context_request(base, 9, k, 4)
+        truthful = replace(base, label=f"t{k}", conditions=replace(base.conditions,
+                           misreport=((liar, 1.0),)))  # fmt: skip
+        [h, t] = run_many([base, truthful], workers=1)
+        honest.append(h)
+        lying.append(t)
+    over = lies.outcome_over(policy, 9, case, honest, lying)
+    assert over.context_gains == (0.0, 0.0, 0.0, 0.0) and over.gain == 0.0
+    assert over.others_loss == 0.0 and over.contexts_gained == 0

@@ -12,6 +12,7 @@ import click
 
 from themis.cli import defaults
 from themis.cli.groups import HelpGroup
+from themis.cli.json_output import JSON_OPTION, emit, say
 from themis.cli.progress import QUIET
 from themis.cli.run_options import (
     describe,
@@ -24,7 +25,14 @@ from themis.cli.run_options import (
 )
 from themis.cli.seeds import parse_seeds, seed_on_command_line, seeds_option
 from themis.errors import ThemisError
-from themis.model.lies import DEFAULT_LIARS, DEFAULT_LIES
+from themis.model.lies import (
+    CONTEXT_ERROR,
+    CONTEXT_JITTER,
+    DEFAULT_CONTEXTS,
+    DEFAULT_LIARS,
+    DEFAULT_LIES,
+    PLACEBO,
+)
 
 if TYPE_CHECKING:
     from themis.experiments.runner import RunRequest
@@ -173,34 +181,53 @@ TRUTHFULNESS_POLICIES = ("themis", "ftf-oracle", "max-min")
 @click.option(
     "--contexts",
     type=int,
-    default=1,
+    default=DEFAULT_CONTEXTS,
     show_default=True,
     metavar="K",
-    help="Run every case (honest and lying) in K contexts, each drawing every app's "
-    "declared work within --context-error of the truth with a seed of its own; a gain is "
-    "then 1 - mean lying / mean honest completion over them: what a liar can expect, not "
-    "one run's luck (docs/knowledge.md).",
+    help="Run every case (honest and lying) in K contexts, each with its own seed for the "
+    "simulation's draws (the auction's rounding, estimate errors of --context-error) and "
+    "every arrival delayed by up to --context-jitter; a gain is then 1 - mean lying / mean "
+    "honest completion over them, with the contexts it gained in: what a liar can expect, "
+    "not one run's luck (docs/knowledge.md). 1: each case once, as given.",
 )
 @click.option(
     "--context-error",
     type=float,
-    default=0.01,
+    default=CONTEXT_ERROR,
     show_default=True,
     metavar="E",
     help="With --contexts K > 1: the estimate error of every context when --estimate-error "
     "is 0 (else --estimate-error's).",
 )
 @click.option(
+    "--context-jitter",
+    type=float,
+    default=CONTEXT_JITTER,
+    show_default=True,
+    metavar="S",
+    help="With --contexts K > 1: each app's arrival is delayed by a draw in [0, S] seconds "
+    "in each context (0: arrivals as given).",
+)
+@click.option(
+    "--placebo",
+    default=PLACEBO,
+    show_default=True,
+    metavar="LIE",
+    help="A lie that changes nothing material, measured like the others and marked as the "
+    "noise floor a gain is read against; 'none' to leave it out.",
+)
+@click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(defaults.OUT_DIR) / "truthfulness",
     show_default=True,
-    help="Where truthfulness.md and truthfulness.csv go.",
+    help="Where truthfulness.md, truthfulness.csv and truthfulness.json go.",
 )
 @run_options
 @seeds_option
 @workers_option
 @ray_option
+@JSON_OPTION
 @QUIET
 def truthfulness(
     policies: str | None,
@@ -208,16 +235,20 @@ def truthfulness(
     lies: str,
     contexts: int,
     context_error: float,
+    context_jitter: float,
+    placebo: str,
     seeds: str | None,
     out: Path,
     workers: int | None,
     ray_address: str | None,
+    as_json: bool,
     quiet: bool,
     **options: Any,
 ) -> None:
     """Run each policy with every app honest, then once per (lie, liar) with that app
-    lying (the simulator runs the truth), for each seed; print how often and how much
-    each lie paid per policy and write every case (experiments/truthfulness.py)."""
+    lying (the simulator runs the truth), for each seed, each in --contexts contexts;
+    print how often and how much each lie paid per policy beside the placebo's noise
+    floor, and write every case (experiments/truthfulness.py)."""
     if ray_address is not None:
         from themis.experiments.ray_engine import require_ray
 
@@ -225,7 +256,7 @@ def truthfulness(
     from themis.cli.runs import engine, request, run
     from themis.experiments import truthfulness as measure
     from themis.policies import policy_names
-    from themis.reports.files import ensure_dir
+    from themis.reports.files import ensure_dir, write_json
 
     if options.get("misreport"):
         raise ThemisError("the experiment chooses the liars: use --liars", field="--misreport")
@@ -239,10 +270,18 @@ def truthfulness(
         raise ThemisError("name at least one lie", field="--lies")
     for lie in lie_list:
         measure.check_lie_text(lie)
+    the_placebo = None if placebo.strip().lower() == "none" else placebo.strip()
+    if the_placebo is not None:
+        try:
+            measure.check_lie_text(the_placebo)
+        except ThemisError as error:
+            raise ThemisError(error.message, field="--placebo") from None
+        if the_placebo not in lie_list:
+            lie_list.append(the_placebo)
     selectors = [x.strip() for x in liars.split(",") if x.strip()]
     if not selectors:
         raise ThemisError("name at least one liar", field="--liars")
-    measure.check_contexts(contexts, context_error)
+    measure.check_contexts(contexts, context_error, context_jitter)
     config = make_config(**options)
     seed_list = parse_seeds(seeds, seed_on_command_line()) or [config.seed]
     ensure_dir(out)
@@ -252,9 +291,9 @@ def truthfulness(
 
     def honest_request(p: str, s: int, k: int) -> RunRequest:
         plain = request(p, inputs[s][0], config.with_seed(s), out)
-        conditions = measure.context_conditions(plain.conditions, s, k, contexts, context_error)
         label = measure.honest_label(p, s, context_of(k))
-        return replace(plain, label=label, out_dir=None, conditions=conditions)
+        plain = replace(plain, label=label, out_dir=None)
+        return measure.context_request(plain, s, k, contexts, context_error, context_jitter)
 
     base = {
         (p, s, k): honest_request(p, s, k)
@@ -265,10 +304,16 @@ def truthfulness(
     workload, cluster = inputs[seed_list[0]]
     for s in seed_list:
         measure.check_selectors(selectors, inputs[s][0])
-    context_text = "" if contexts == 1 else f"; {contexts} contexts"
+    context_text = (
+        ""
+        if contexts == 1
+        else f"; {contexts} contexts (estimate error "
+        f"{100 * (config.estimate_error or context_error):g}%, arrivals delayed up to "
+        f"{context_jitter:g} s)"
+    )
     header = f"{describe(workload, cluster, config)}; seeds {', '.join(map(str, seed_list))}"
     header += context_text
-    click.echo(header)
+    say(header, as_json)
     with engine(ray_address) as on:
         honest_runs = run(list(base.values()), workers, quiet, "honest run", on)
         honest = {r.label: r for r in honest_runs}
@@ -297,7 +342,8 @@ def truthfulness(
         )
         for p, s, case in plan
     ]
-    summary = measure.summary_markdown(measure.summarize_lies(rows))
+    summaries = measure.summarize_lies(rows, the_placebo)
+    summary = measure.summary_markdown(summaries)
     shares = measure.report_share_markdown(measure.report_shares(rows))
     if shares:
         summary += (
@@ -319,5 +365,21 @@ def truthfulness(
         f"## Every case\n\n{measure.markdown(rows)}"
     )
     (out / "truthfulness.csv").write_text(measure.rows_csv(rows))
-    click.echo(summary, nl=False)
-    click.echo(f"wrote {path} and {out / 'truthfulness.csv'}")
+    settings = {
+        "workload": header,
+        "policies": names,
+        "seeds": seed_list,
+        "lies": lie_list,
+        "liars": selectors,
+        "placebo": the_placebo,
+        "contexts": contexts,
+        "context_error": (config.estimate_error or context_error) if contexts > 1 else None,
+        "context_jitter_s": context_jitter if contexts > 1 else None,
+        "pays_above": measure.PAYS,
+    }
+    document = measure.payload(settings, summaries, rows)
+    write_json(out / "truthfulness.json", document)
+    say(summary.rstrip("\n"), as_json)
+    say(f"wrote {path}, {out / 'truthfulness.csv'} and {out / 'truthfulness.json'}", as_json)
+    if as_json:
+        emit(document)

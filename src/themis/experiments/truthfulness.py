@@ -16,25 +16,38 @@ table measures the mechanism as a whole, not one auction.
 **Contexts.** A shared cluster is chaotic: on 16 GPUs, one other app declaring 1% more
 work moved an app's completion by 29% (docs/knowledge.md, "What a lie is expected to
 gain"). A gain measured in one run is then mostly that run's luck, which no liar can
-aim at, since it cannot know what every other app will declare. With ``contexts`` K > 1
-every run (honest and lying alike) is repeated in K contexts: in context k every app's
-declared work carries an estimate error (``CONTEXT_ERROR``, or the run's own) drawn
-with a seed of its own (``context_seed``), the workload staying the same; a case's gain
-is then ``1 - mean lying completion / mean honest completion`` over the contexts, the
-gain a liar can expect, and its range over the contexts is kept beside it.
+aim at, since it cannot know what every other app will declare or when it will arrive.
+With ``contexts`` K > 1 every run (honest and lying alike) is repeated in K contexts,
+the workload staying the same: in context k (``context_request``) the simulation's own
+random draws take a seed of their own (``context_seed``: the Partial Allocation
+auction's rounding, and every app's declared work carrying an estimate error,
+``CONTEXT_ERROR`` or the run's own), and every app's arrival is delayed by a draw in
+``[0, jitter]`` seconds (``CONTEXT_JITTER``: a tenth of the default lease, so that apps
+meet the lease cycle at other points). A case's gain is then ``1 - mean lying
+completion / mean honest completion`` over the contexts, the gain a liar can expect;
+each context's own gain is kept beside it, so a table can say in how many contexts it
+gained.
+
+**Placebo.** The experiment also measures a lie that changes nothing material
+(``PLACEBO``, declaring 1% more work), computed exactly as the others: its gains are
+what the chaos alone gives, the **noise floor** a lie's gain is read against.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from statistics import fmean, median, stdev
 
 from themis.errors import ThemisError
 from themis.experiments.runner import RunRequest
 from themis.model.lies import (
+    CONTEXT_ERROR,
+    CONTEXT_JITTER,
     PAIR,
     PARTING_KINDS,
     TRUTHFUL_KINDS,
@@ -45,6 +58,8 @@ from themis.model.lies import (
     liar_of,
     parse_lie_value,
 )
+from themis.model.lies import DEFAULT_CONTEXTS as DEFAULT_CONTEXTS
+from themis.model.lies import PLACEBO as PLACEBO
 from themis.model.workload import Workload
 from themis.reports.record import RunRecord
 from themis.simulator.engine import Conditions
@@ -52,14 +67,10 @@ from themis.simulator.engine import Conditions
 #: A lie pays when it saves more than this share of the liar's completion time.
 PAYS = 0.01
 
-#: The estimate error every app's declarations carry in a context (``contexts`` > 1) when
-#: the run states none: as small as a declaration is ever exact to.
-CONTEXT_ERROR = 0.01
-
 
 def context_seed(seed: int, context: int) -> int:
-    """The seed of context ``context``'s estimate errors for the run seed ``seed``:
-    distinct from every run seed below a million and from the other contexts."""
+    """The seed of context ``context``'s draws for the run seed ``seed``: distinct from
+    every run seed below a million and from the other contexts."""
     return 1_000_000 * (context + 1) + seed
 
 
@@ -78,11 +89,51 @@ def context_conditions(
     )
 
 
-def check_contexts(contexts: int, error: float) -> None:
+def jitter_arrivals(workload: Workload, seed: int, jitter: float) -> Workload:
+    """``workload`` with every app's arrival delayed by a draw in ``[0, jitter]`` s, drawn
+    in the order of the apps with a generator of ``seed``'s own (so the draws do not
+    repeat the auction's or the estimate errors'). Delays only: an arrival never moves
+    before the trace's start."""
+    if jitter == 0.0:
+        return workload
+    rng = random.Random(f"arrivals:{seed}")
+    apps = tuple(replace(a, arrival=a.arrival + rng.uniform(0.0, jitter)) for a in workload.apps)
+    return replace(workload, apps=apps)
+
+
+def context_request(
+    base: RunRequest,
+    seed: int,
+    context: int,
+    contexts: int,
+    error: float = CONTEXT_ERROR,
+    jitter: float = CONTEXT_JITTER,
+) -> RunRequest:
+    """``base`` (an honest run of the run seed ``seed``) in context ``context`` of
+    ``contexts`` (see the module doc): one context is the run itself; several each give
+    the policy's own draws and the estimate errors the seed ``context_seed`` and delay
+    every arrival by up to ``jitter`` s. The workload ``base`` holds is kept, so a trace
+    generated with ``seed`` stays the same trace."""
+    if contexts == 1:
+        return base
+    own = context_seed(seed, context)
+    return replace(
+        base,
+        options=replace(base.options, seed=own),
+        conditions=context_conditions(base.conditions, seed, context, contexts, error),
+        workload=jitter_arrivals(base.workload, own, jitter),
+    )
+
+
+def check_contexts(contexts: int, error: float, jitter: float = CONTEXT_JITTER) -> None:
     if contexts < 1:
         raise ThemisError(f"must be at least 1, got {contexts}", field="--contexts")
     if not (0.0 < error < 1.0):
         raise ThemisError(f"must be in (0, 1), got {error}", field="--context-error")
+    if not (math.isfinite(jitter) and jitter >= 0.0):
+        raise ThemisError(
+            f"must be a number of seconds >= 0, got {jitter}", field="--context-jitter"
+        )
 
 
 def check_lie_text(text: str) -> None:
@@ -261,6 +312,13 @@ class LieOutcome:
     gain_low: float = float("nan")
     gain_high: float = float("nan")
     gain_sd: float = 0.0
+    #: The liar's gain in each context, in context order (empty when built by hand).
+    context_gains: tuple[float, ...] = ()
+
+    @property
+    def contexts_gained(self) -> int:
+        """In how many contexts the lie saved the liar more than ``PAYS``."""
+        return sum(1 for g in self.context_gains if g > PAYS)
 
     @property
     def gain(self) -> float:
@@ -328,6 +386,7 @@ def outcome_over(
         min(gains),
         max(gains),
         stdev(gains) if len(gains) > 1 else 0.0,
+        tuple(gains),
     )
 
 
@@ -398,17 +457,38 @@ class LieSummary:
     median_gain: float
     best_gain: float
     median_others_loss: float
+    #: Contexts where a liar gained more than ``PAYS``, of all the cases' contexts.
+    contexts_gained: int = 0
+    context_runs: int = 0
+    #: The best case: who (``seed app``), in how many of its contexts it gained, and its
+    #: least and largest gain in one context.
+    best_who: str = ""
+    best_gained: int = 0
+    best_contexts: int = 0
+    best_low: float = float("nan")
+    best_high: float = float("nan")
+    placebo: bool = False
 
 
-def summarize_lies(rows: Sequence[LieOutcome]) -> list[LieSummary]:
-    """Per (policy, lie), in the order first seen: how often and how much lying paid (a
-    pair counts each member's gain)."""
+def summarize_lies(rows: Sequence[LieOutcome], placebo: str | None = None) -> list[LieSummary]:
+    """Per (policy, lie), policies and then lies in the order first seen: how often and
+    how much lying paid (a pair counts each member's gain), and in how many contexts; the
+    lie ``placebo`` is marked as the noise floor."""
     groups: dict[tuple[str, str], list[LieOutcome]] = {}
+    policies: dict[str, int] = {}
+    lies: dict[str, int] = {}
     for o in rows:
         groups.setdefault((o.policy, o.lie), []).append(o)
+        policies.setdefault(o.policy, len(policies))
+        lies.setdefault(o.lie, len(lies))
     out = []
-    for (policy, lie), group in groups.items():
+    for (policy, lie), group in sorted(
+        groups.items(), key=lambda item: (policies[item[0][0]], lies[item[0][1]])
+    ):
         gains = [o.gain for o in group] + [o.partner_gain for o in group if o.partner]
+        best = max(group, key=lambda o: o.gain)
+        partner = max((o for o in group if o.partner), key=lambda o: o.partner_gain, default=None)
+        by_partner = partner is not None and partner.partner_gain > best.gain
         out.append(
             LieSummary(
                 policy,
@@ -418,9 +498,25 @@ def summarize_lies(rows: Sequence[LieOutcome]) -> list[LieSummary]:
                 median(gains),
                 max(gains),
                 median(o.others_loss for o in group),
+                sum(o.contexts_gained for o in group),
+                sum(len(o.context_gains) for o in group),
+                f"{_who(partner)}'s partner {partner.partner}"
+                if by_partner and partner is not None
+                else _who(best),
+                0 if by_partner else best.contexts_gained,
+                0 if by_partner else len(best.context_gains),
+                float("nan") if by_partner else best.gain_low,
+                float("nan") if by_partner else best.gain_high,
+                lie == placebo,
             )
         )
     return out
+
+
+def noise_floors(summaries: Sequence[LieSummary]) -> dict[str, LieSummary]:
+    """Each policy's placebo summary: a lie whose best gain is not above its placebo's
+    is not told from the chaos of the runs."""
+    return {s.policy: s for s in summaries if s.placebo}
 
 
 def _gains_table(
@@ -443,21 +539,47 @@ def _gains_table(
 
 
 def summary_markdown(summaries: Sequence[LieSummary]) -> str:
-    return _gains_table(
-        ("paid", "median gain", "best gain", "honest apps' median loss"),
-        (
-            (
-                s.policy,
-                s.lie,
-                s.cases,
-                s.paid,
-                s.median_gain,
-                s.best_gain,
-                f"{100 * s.median_others_loss:+.1f}%",
+    """Per (policy, lie): liars, those who gained, median and best gain, the best case
+    (who, in how many contexts it gained, its range), the honest apps' loss; then each
+    policy's noise floor (its placebo's best gain) and the lies whose best gain is above
+    it. Gains over several contexts are expected gains (``outcome_over``)."""
+    several = any(s.context_runs > s.cases for s in summaries)
+    lines = [
+        f"| policy | lie | liars | paid (> {100 * PAYS:g}%) | contexts gained | median gain "
+        "| best gain | best: who, contexts gained, range | honest apps' median loss |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for s in summaries:
+        name = f"placebo `{s.lie}`" if s.placebo else s.lie
+        runs = f"{s.contexts_gained} of {s.context_runs}" if s.context_runs else ""
+        best = s.best_who
+        if s.best_contexts > 1:
+            best += (
+                f", {s.best_gained} of {s.best_contexts}, {100 * s.best_low:+.1f}% .. "
+                f"{100 * s.best_high:+.1f}%"
             )
+        lines.append(
+            f"| {s.policy} | {name} | {s.cases} | {s.paid} | {runs} | "
+            f"{100 * s.median_gain:+.1f}% | {100 * s.best_gain:+.1f}% | {best} "
+            f"| {100 * s.median_others_loss:+.1f}% |"
+        )
+    text = "\n".join(lines) + "\n"
+    floors = noise_floors(summaries)
+    for policy, floor in floors.items():
+        above = [
+            s.lie
             for s in summaries
-        ),
-    )
+            if s.policy == policy and not s.placebo and s.best_gain > max(floor.best_gain, PAYS)
+        ]
+        over = " over the contexts" if several else ""
+        text += (
+            f"\nNoise floor ({policy}): the placebo `{floor.lie}` gains at best "
+            f"{100 * floor.best_gain:+.1f}%{over} (in {floor.contexts_gained} of "
+            f"{floor.context_runs} contexts); above it: "
+            + (", ".join(f"`{lie}`" for lie in above) if above else "no lie")
+            + ".\n"
+        )
+    return text
 
 
 @dataclass(frozen=True)
@@ -566,6 +688,8 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
             "gain_low",
             "gain_high",
             "gain_sd",
+            "contexts_gained",
+            "context_gains",
         ]
     )
     for o in rows:
@@ -585,6 +709,42 @@ def rows_csv(rows: Sequence[LieOutcome]) -> str:
                 repr(o.gain_low),
                 repr(o.gain_high),
                 repr(o.gain_sd),
+                o.contexts_gained,
+                " ".join(repr(g) for g in o.context_gains),
             ]
         )
     return buffer.getvalue()
+
+
+def payload(
+    settings: Mapping[str, object],
+    summaries: Sequence[LieSummary],
+    rows: Sequence[LieOutcome],
+) -> dict[str, object]:
+    """``truthfulness.json``: the experiment's ``settings``, each (policy, lie)'s summary,
+    each policy's noise floor (its placebo's summary) and every case with its gain in
+    each context."""
+
+    def case(o: LieOutcome) -> dict[str, object]:
+        return {
+            "policy": o.policy,
+            "seed": o.seed,
+            "lie": o.lie,
+            "liar": o.liar,
+            "partner": o.partner,
+            "liar_honest_s": o.liar_honest_s,
+            "liar_lying_s": o.liar_lying_s,
+            "gain": o.gain,
+            "partner_gain": o.partner_gain if o.partner else None,
+            "others_loss": o.others_loss,
+            "contexts": o.contexts,
+            "contexts_gained": o.contexts_gained,
+            "context_gains": list(o.context_gains),
+        }
+
+    return {
+        "settings": dict(settings),
+        "summary": [asdict(s) for s in summaries],
+        "noise_floor": {p: asdict(s) for p, s in noise_floors(summaries).items()},
+        "cases": [case(o) for o in rows],
+    }

@@ -78,6 +78,20 @@ DEFAULT_LIES = (
 #: Who lies by default: the app arriving in the middle, the two worst-off apps of the
 #: first policy's honest run, and the first multi-GPU app of a VGG model.
 DEFAULT_LIARS = ("middle", "worst:2", "vgg-gang")
+#: The contexts of ``themis experiment truthfulness`` (``experiments/truthfulness.py``).
+#: The estimate error every app's declarations carry in a context (``contexts`` > 1) when
+#: the run states none: as small as a declaration is ever exact to.
+CONTEXT_ERROR = 0.01
+#: The most an app's arrival is delayed in a context (``contexts`` > 1), in seconds: a
+#: tenth of the default lease, enough to meet the lease cycle at another point, too little
+#: to change what the workload is.
+CONTEXT_JITTER = 60.0
+#: The contexts ``themis experiment truthfulness`` runs by default: the fewest that tell a
+#: lie that gains in most contexts from one that gained once.
+DEFAULT_CONTEXTS = 4
+#: The lie that changes nothing material: 1% more declared work, inside any estimate's
+#: error. Its gains are the noise floor of a table.
+PLACEBO = "work:1.01"
 PLACEMENT_CLAIMS = ("flat", "sensitive")
 #: Separates a split app's id from its part number (``app~2``): a character no trace
 #: format puts in an app id here.
