@@ -98,6 +98,14 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     # The reference is rendered from the docstrings: a class, its method and its prose.
     simulator = (site / "api" / "simulator" / "index.html").read_text()
     assert 'id="themis.simulator.engine.simulate"' in simulator
+    # The command-line reference is generated from click: every command, its options.
+    cli_page = (site / "cli" / "index.html").read_text()
+    assert "themis simulate" in cli_page and "--fairness-knob" in cli_page
+    assert "themis serve" in cli_page and "--start-timeout" in cli_page
+    # The changelog page is CHANGELOG.md itself.
+    changelog = (site / "changelog" / "index.html").read_text()
+    first = (ROOT / "CHANGELOG.md").read_text().split("\n## ", 2)[1].split("\n")[0]
+    assert first and first.strip("[]") in changelog
     model = (site / "api" / "model" / "index.html").read_text()
     assert 'id="themis.model.cluster.Cluster.from_spec"' in model
     assert "racks contain machines, machines contain GPUs" in model
