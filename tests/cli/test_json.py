@@ -216,3 +216,19 @@ def test_submit_dry_run_checks_the_file_and_submits_nothing(cli, monkeypatch, tm
     result = cli("submit", "--dry-run", str(bad))
     assert result.code == 2 and result.err.count("\n") == 1, result.err
     assert str(bad) in result.err
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_status_fits_the_terminal_and_never_cuts_a_figure(capsys, width: int) -> None:
+    row = dict(STATUS["apps"][0])
+    rows = [
+        {**row, "app_id": "hyperparameter-sweep-of-resnet50-on-imagenet", "steps_done": 123456},
+        {**row, "app_id": "b", "why": "waiting for the next round (4 GPUs free); " * 3},
+    ]
+    runtime_cli._print_table(rows, width=width)
+    out = capsys.readouterr().out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= width
+    assert "…" not in out
+    assert f"123456/{row['steps_total']}" in out  # a figure is never wrapped or cut
+    assert "hyperparam" in out and "…" not in out  # a long name folds, never cut
+    assert "b: waiting for the next round" in out or "waiting for the next" in out

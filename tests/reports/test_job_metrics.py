@@ -206,3 +206,24 @@ def test_report_has_a_jobs_section_per_gang() -> None:
     assert len(section.figures) == 1 and "fraction of jobs" in section.figures[0].svg
     page = render("t", [], [section, seeds_section({"hand": [(1, record), (2, record)]}, "S")])
     assert "job wait p99 h" in page and "wait p99 (h)" in page
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120])
+def test_a_comparison_on_a_narrow_terminal_is_split_never_cut(width: int) -> None:
+    s = summarize(_hand_result())
+    names = ["themis", "ftf-oracle", "gavel-mmf", "tiresias", "srtf", "max-min", "gandiva"]
+    many = [replace(s, policy=name, utilization=0.877, placement_score=0.991) for name in names]
+    texts = []
+    for table in comparison_tables(many, width=width):
+        console = Console(width=width, record=True, color_system=None)
+        console.print(table)
+        texts.append(console.export_text())
+    text = "\n".join(texts)
+    assert "…" not in text  # rich cut nothing
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+    for header in ("max rho", "Jain", "util.", "placed", "wait p50", "starts max"):
+        assert header in text, header
+    assert "87.7%" in text and "99.1%" in text
+    assert all(text.count(name) >= 2 for name in names)  # every part names its rows
+    if width >= 120:
+        assert len(texts) == 2  # as before: runs, then jobs

@@ -133,7 +133,7 @@ def _one_seed(
     config: RunConfig, records: list[RunRecord], out_dir: Path, table: bool
 ) -> dict[str, Any]:
     """Write OUT/comparison.json (and print the table if ``table``); returns its payload."""
-    from themis.cli.runs import print_table
+    from themis.cli.runs import print_table, table_width
     from themis.reports.files import COMPARISON_FILE, summary_dict, write_json
     from themis.reports.tables import comparison_tables
 
@@ -141,7 +141,7 @@ def _one_seed(
     payload = {"config": config.to_dict(), "runs": [summary_dict(s) for s in summaries]}
     write_json(out_dir / COMPARISON_FILE, payload)
     if table:
-        for one in comparison_tables(summaries):
+        for one in comparison_tables(summaries, width=table_width()):
             print_table(one)
     return payload
 

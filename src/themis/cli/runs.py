@@ -108,6 +108,12 @@ def _report_failure(outcome: Outcome) -> None:
     print(f"themis: run '{outcome.label}' failed: {outcome.error}", file=sys.stderr, flush=True)
 
 
+def table_width() -> int:
+    """The width tables are drawn for: the terminal's, or PIPE_WIDTH into a pipe."""
+    console = Console(highlight=False)
+    return console.width if console.is_terminal else PIPE_WIDTH
+
+
 def print_table(table: Table) -> None:
     console = Console(highlight=False)
     if not console.is_terminal:

@@ -447,34 +447,56 @@ def _print_status(server: str, answer: dict[str, Any]) -> None:
         )
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+#: The narrowest the reason column may be; below it, reasons go under the table.
+MIN_WHY = 24
+
+
+def _print_table(rows: list[dict[str, Any]], width: int | None = None) -> None:
+    """The apps' table at the terminal's width (a fixed 160 wrapped every row on 80
+    columns). Figures never wrap; where the reason column would be narrower than
+    ``MIN_WHY``, each app's reason is printed under the table, one line each."""
+    from themis.cli.runs import table_width
+
+    width = width or table_width()
+    heads = ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed")
+    cells = [
+        [
+            r["app_id"],
+            r["state"],
+            _rho(r["rho"]),
+            str(r["gpus"]),
+            str(r["leases"]),
+            str(r["alive"]),
+            str(r["stopped_early"]),
+            str(r["finished"]),
+            str(r["failed"]),
+            f"{r['steps_done']}/{r['steps_total']}",
+        ]
+        for r in rows
+    ]
+    heads += ("steps",)
+    drawn = sum(max(len(h), *(len(c[k]) for c in cells)) + 2 for k, h in enumerate(heads))
+    why_below = width - drawn < MIN_WHY
     table = Table(box=None, pad_edge=False)
-    for name in ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed"):
-        table.add_column(name, justify="left" if name in ("app", "state") else "right")
-    table.add_column("steps", justify="right")
-    table.add_column("why", justify="left", overflow="fold")
-    for r in rows:
+    for name in heads:
+        left = name in ("app", "state")
+        if name == "app":  # names are up to 64 characters: folded, never cut
+            table.add_column(name, justify="left", overflow="fold")
+        else:
+            table.add_column(name, justify="left" if left else "right", no_wrap=True)
+    if not why_below:
+        table.add_column("why", justify="left", overflow="fold")
+    for r, row_cells in zip(rows, cells, strict=True):
         # Cells are inert Text: a reason may quote a trial's error, and a string cell
         # would be parsed as rich markup ("[link=...]" is a hyperlink escape).
-        table.add_row(
-            *map(
-                cell,
-                (
-                    r["app_id"],
-                    r["state"],
-                    _rho(r["rho"]),
-                    r["gpus"],
-                    r["leases"],
-                    r["alive"],
-                    r["stopped_early"],
-                    r["finished"],
-                    r["failed"],
-                    f"{r['steps_done']}/{r['steps_total']}",
-                    r["why"] or "",
-                ),
-            )
-        )
-    Console(highlight=False, width=160).print(table)
+        extra = [] if why_below else [r["why"] or ""]
+        table.add_row(*map(cell, [*row_cells, *extra]))
+    console = Console(highlight=False, width=width)
+    console.print(table)
+    if why_below:
+        for r in rows:
+            if r["why"]:
+                console.print(cell(f"{r['app_id']}: {r['why']}"), overflow="fold")
 
 
 def _liveness_line(server: str, a: dict[str, Any]) -> str:

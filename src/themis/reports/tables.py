@@ -113,7 +113,12 @@ JOB_COLUMNS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
 )
 
 
-def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
+Column = tuple[str, Callable[[RunSummary], str]]
+
+
+def runs_table(
+    summaries: Sequence[RunSummary], title: str | None = None, columns: Sequence[Column] = WIDE
+) -> Table:
     """One row per run: for comparisons too wide for a column per run."""
     if not summaries:
         raise ValueError("no summaries to show")
@@ -125,14 +130,14 @@ def runs_table(summaries: Sequence[RunSummary], title: str | None = None) -> Tab
     )
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     table.add_column("policy", style="bold", no_wrap=True)
-    for label, _ in WIDE:
+    for label, _ in columns:
         table.add_column(label, justify="right", no_wrap=True)
     for summary in summaries:
-        table.add_row(summary.policy, *(show(summary) for _, show in WIDE))
+        table.add_row(summary.policy, *(show(summary) for _, show in columns))
     return table
 
 
-def jobs_table(summaries: Sequence[RunSummary]) -> Table:
+def jobs_table(summaries: Sequence[RunSummary], columns: Sequence[Column] = JOB_COLUMNS) -> Table:
     """One row per run, the job-level figures: each job's wait for its first GPU, its
     slowdown and how many times it was started (docs/metrics.md)."""
     if not summaries:
@@ -143,19 +148,53 @@ def jobs_table(summaries: Sequence[RunSummary]) -> Table:
     )
     table = Table(caption=caption, caption_justify="left")
     table.add_column("policy", style="bold", no_wrap=True)
-    for label, _ in JOB_COLUMNS:
+    for label, _ in columns:
         table.add_column(label, justify="right", no_wrap=True)
     for summary in summaries:
-        table.add_row(summary.policy, *(show(summary) for _, show in JOB_COLUMNS))
+        table.add_row(summary.policy, *(show(summary) for _, show in columns))
     return table
 
 
-def comparison_tables(summaries: Sequence[RunSummary], title: str | None = None) -> list[Table]:
+def fit_columns(
+    summaries: Sequence[RunSummary], columns: Sequence[Column], width: int
+) -> list[list[Column]]:
+    """``columns`` cut into consecutive groups that each fit ``width`` characters beside
+    the policy column, as rich draws them (a border and a space either side of each
+    cell). One table too wide for the terminal had rich cut its cells to "0…": on 80
+    columns the utilization and placement could not be read."""
+
+    def drawn(label: str, cells: Sequence[str]) -> int:
+        return max(len(label), *(len(c) for c in cells)) + 3
+
+    policy = drawn("policy", [s.policy for s in summaries]) + 1  # and the last border
+    groups: list[list[Column]] = [[]]
+    used = policy
+    for column in columns:
+        need = drawn(column[0], [column[1](s) for s in summaries])
+        if groups[-1] and used + need > width:
+            groups.append([])
+            used = policy
+        groups[-1].append(column)
+        used += need
+    return groups
+
+
+def comparison_tables(
+    summaries: Sequence[RunSummary], title: str | None = None, width: int | None = None
+) -> list[Table]:
     """The layout that fits: a column per run for a few (job figures included), a row per
-    run for many, then a second table of the job-level figures."""
+    run for many, then a second table of the job-level figures; on a terminal narrower
+    than a table (``width``), the table's columns are split over several tables."""
     if len(summaries) <= MAX_COLUMNS:
         return [summary_table(summaries, title)]
-    return [runs_table(summaries, title), jobs_table(summaries)]
+    if width is None:
+        return [runs_table(summaries, title), jobs_table(summaries)]
+    tables = [
+        runs_table(summaries, title if k == 0 else None, group)
+        for k, group in enumerate(fit_columns(summaries, WIDE, width))
+    ]
+    tables += [jobs_table(summaries, g) for g in fit_columns(summaries, JOB_COLUMNS, width)]
+    return tables
 
 
 def comparison_table(summaries: Sequence[RunSummary], title: str | None = None) -> Table:
