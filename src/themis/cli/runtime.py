@@ -458,7 +458,7 @@ def _print_table(rows: list[dict[str, Any]], width: int | None = None) -> None:
     from themis.cli.runs import table_width
 
     width = width or table_width()
-    heads = ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed")
+    heads = ("app", "state", "rho", "GPUs", "leases", "alive", "early", "done", "failed", "steps")
     cells = [
         [
             r["app_id"],
@@ -474,7 +474,6 @@ def _print_table(rows: list[dict[str, Any]], width: int | None = None) -> None:
         ]
         for r in rows
     ]
-    heads += ("steps",)
     drawn = sum(max(len(h), *(len(c[k]) for c in cells)) + 2 for k, h in enumerate(heads))
     why_below = width - drawn < MIN_WHY
     table = Table(box=None, pad_edge=False)
