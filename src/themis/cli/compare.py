@@ -212,5 +212,6 @@ def _report(
     from themis.cli.main import command_line
 
     setup = Section("Configuration", "", [config_table(settings, "")])
-    sections = [setup, main, jobs_section(groups), apps_section(groups)]
+    # Results first: the configuration is for who checks how they were made.
+    sections = [main, jobs_section(groups), apps_section(groups), setup]
     return write_report(report, "Themis: policy comparison", lines, sections, command_line())

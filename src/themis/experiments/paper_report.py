@@ -176,7 +176,8 @@ def write_outputs(
         main_table = summary_rows_table([r.summary for r in main])
     sweep_sections = [sweep_section(s, plan, by_label) for s in plan.sweeps]
     setup = Section("Configuration", "", [config_table(configuration(plan), "")])
-    sections = [setup, main_section, apps_section(groups), *sweep_sections]
+    # Results first: the configuration is for who checks how they were made.
+    sections = [main_section, apps_section(groups), *sweep_sections, setup]
     path = write_report(out_dir, "Themis: the paper's evaluation, reproduced", meta, sections)
     _write_markdown(out_dir / RESULTS_MD, meta, main_table, sweep_sections)
     payload: dict[str, Any] = {

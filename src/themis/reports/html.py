@@ -25,7 +25,7 @@ from themis.reports.tables import ROWS
 REPORT_FILE = "report.html"
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px;
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1280px;
        color: #222; line-height: 1.45; padding: 0 1em; }
 h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
@@ -40,6 +40,8 @@ table.sortable th { cursor: pointer; } table.sortable th:hover { background: #e6
 details { margin: 0.5em 0 1em; } summary { cursor: pointer; color: #244; }
 .meta { color: #555; font-size: 0.9em; } code { background: #f5f5f5; padding: 0 0.2em; }
 .nw { white-space: nowrap; } .scroll { overflow-x: auto; }
+table:not(.text) td { white-space: nowrap; }
+nav.toc { font-size: 0.92em; } nav.toc ol { margin: 0.3em 0; padding-left: 1.4em; }
 """
 
 #: A range of numbers in a cell ("0.77-4.63", "12%-40%"): kept on one line, since a
@@ -170,6 +172,18 @@ def _table(table: Table) -> str:
     return text
 
 
+def _anchors(titles: Sequence[str]) -> list[str]:
+    """A unique id per section title, for the contents' links."""
+    out: list[str] = []
+    for title in titles:
+        base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+        anchor, k = base, 2
+        while anchor in out:
+            anchor, k = f"{base}-{k}", k + 1
+        out.append(anchor)
+    return out
+
+
 def _figure(figure: Figure) -> str:
     # The SVG comes from matplotlib, not from user input; its text is escaped there.
     caption = html.escape(figure.caption)
@@ -183,8 +197,15 @@ def render(title: str, meta: Sequence[str], sections: Sequence[Section]) -> str:
     e = html.escape
     body = [f"<h1>{e(title)}</h1>"]
     body.extend(f'<p class="meta">{e(line)}</p>' for line in meta)
-    for section in sections:
-        body.append(f"<h2>{e(section.title)}</h2>")
+    anchors = _anchors([section.title for section in sections])
+    if len(sections) > 1:
+        links = "".join(
+            f'<li><a href="#{a}">{e(section.title)}</a></li>'
+            for a, section in zip(anchors, sections, strict=True)
+        )
+        body.append(f'<nav class="toc" aria-label="contents"><ol>{links}</ol></nav>')
+    for anchor, section in zip(anchors, sections, strict=True):
+        body.append(f'<h2 id="{anchor}">{e(section.title)}</h2>')
         if section.text:
             body.extend(f"<p>{e(p)}</p>" for p in section.text.split("\n\n"))
         body.extend(_table(t) for t in section.tables)

@@ -60,6 +60,7 @@ POLICY_STYLES: dict[str, Style] = {
     "ftf-oracle": Style("#000000", "*", _DOTTED),
     "gandiva": Style("#009988", "D", _DASHDOT),
     "gavel": Style("#EE7733", "^", _SOLID),
+    "gavel-mmf": Style("#882255", "h", _DASHED),
     "las": Style("#33BBEE", "v", _DASHED),
     "max-min": Style("#777777", "X", _DOTTED),
     "optimus": Style("#AA4499", "P", _DASHDOT),
@@ -69,8 +70,8 @@ POLICY_STYLES: dict[str, Style] = {
 }
 #: Styles for labels that are not built-in policies (plugins, sweep values), in order.
 SPARE_STYLES: tuple[Style, ...] = (
-    Style("#117733", "h", _SOLID),
-    Style("#882255", "8", _DASHED),
+    Style("#117733", "8", _SOLID),
+    Style("#BBBBBB", "h", _DASHED),
     Style("#DDAA33", "d", _DASHDOT),
     Style("#88CCEE", "H", _DOTTED),
     Style("#44AA99", "1", _SOLID),
@@ -240,9 +241,20 @@ def usage_figure(
         style = styles[label]
         for s, (times, levels) in enumerate(per_seed):
             hours = [t / 3600 for t in times]
+            # Rasterized: a run's usage curve has a point per event (tens of thousands),
+            # 4 MB of the 4.9 MB report as vector paths; as an image it is a few KB,
+            # and the axes, labels and the cluster's line stay vector.
             if s == 0:
-                ax.fill_between(hours, levels, step="post", color=style.colour, alpha=0.35, lw=0)
-            ax.step(hours, levels, where="post", color=style.colour, linewidth=0.7)
+                ax.fill_between(
+                    hours,
+                    levels,
+                    step="post",
+                    color=style.colour,
+                    alpha=0.35,
+                    lw=0,
+                    rasterized=True,
+                )
+            ax.step(hours, levels, where="post", color=style.colour, linewidth=0.7, rasterized=True)
         ax.axhline(capacity, color="black", linestyle="--", linewidth=0.7)
         ax.set_ylim(0, capacity * 1.1)
         ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize="small")
