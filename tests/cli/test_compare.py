@@ -108,8 +108,8 @@ def test_report_writes_one_self_contained_html(cli, tiny_trace: Path, tmp_path: 
     assert '<h2 id="jobs">Jobs</h2>' in text and '<a href="#jobs">Jobs</a>' in text
     # Results come first, the configuration last; the usage figure is an image inside
     # its SVG (the report was 4.9 MB on the bundled trace, 4 MB of it this curve).
-    assert text.index('id="comparison"') < text.index('id="jobs"') < text.index(
-        'id="configuration"'
+    assert (
+        text.index('id="comparison"') < text.index('id="jobs"') < text.index('id="configuration"')
     )
     assert text.count("<image") >= 1
     assert "<th>themis</th><th>fifo</th>" in text

@@ -18,7 +18,7 @@ from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.halving import ENDED
 from themis.runtime.loop.halving_control import HalvingControl
 from themis.runtime.loop.job_control import JobControl, Key
-from themis.runtime.loop.lease_book import LeaseClock
+from themis.runtime.loop.lease_book import LeaseClock, lease_end_text
 from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.restart_cost import RestartCosts
@@ -130,7 +130,7 @@ class ReportHandling:
                 job.until = clock.start(now)
                 slots = [self.current.inventory.slots[g] for g in job.gpus]
                 self.store.set_lease(rj.app_id, rj.trial_id, slots, now, job.until)
-                until = "open" if job.until is None else f"{job.until:.1f}"
+                until = lease_end_text(job.until, now)
                 self.store.log(now, rj.app_id, rj.trial_id, f"started: lease until {until}")
         cluster = self.current.cluster
         if current and job.gpus and cluster is not None:

@@ -21,6 +21,7 @@ after the grace period). Two rules keep leases honest:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from themis.policies import SchedulingView
@@ -58,3 +59,12 @@ class LeaseClock:
 
 def grant_length(until: float | None, now: float) -> float | None:
     return None if until is None else max(0.0, until - now)
+
+
+def lease_end_text(until: float | None, now: float) -> str:
+    """A lease's end as the event log says it: on the arbiter's clock (the ``t=`` of
+    every event) and on the wall clock the dashboard shows, so the two can be matched."""
+    if until is None:
+        return "open"
+    wall = time.strftime("%H:%M:%S", time.localtime(time.time() + (until - now)))
+    return f"t={until:.1f}s ({wall})"

@@ -14,7 +14,7 @@ from themis.model.state import JobState
 from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.history import RhoHistory
 from themis.runtime.loop.job_control import JobControl, Key
-from themis.runtime.loop.lease_book import LeaseClock
+from themis.runtime.loop.lease_book import LeaseClock, lease_end_text
 from themis.runtime.loop.live import AppBook, LiveApp
 from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.outcomes import app_outcome
@@ -62,7 +62,7 @@ class Trials:
         slots = [self.current.inventory.slots[g] for g in job.gpus]
         self.store.set_lease(job.app.app_id, job.job_id, slots, now, job.until)
         if renewed:
-            until = "open" if job.until is None else f"{job.until:.1f}"
+            until = lease_end_text(job.until, now)
             self.store.log(now, job.app.app_id, job.job_id, f"lease renewed until {until}")
 
     def stop_job(self, job: JobState, now: float, trial_state: str, why: str) -> None:
