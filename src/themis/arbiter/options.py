@@ -6,7 +6,7 @@ the CLI can list them without importing the arbiter's round."""
 #: rho of the work they have done (``verified_rho``: observed progress only, so no
 #: declaration moves it; an app that has made nothing by its standing), with N the larger
 #: of the app's N_avg and the apps sharing the cluster now (``verified``) or its N_avg
-#: alone (``verified-avg-n``, the default until 2026-12-06), the latter with the apps that
+#: alone (``verified-avg-n``, the previous default), the latter with the apps that
 #: cannot run on what they hold first (``verified-tiered``, 0.2's default), or by the rho
 #: their declared remaining work gives (the paper's).
 RANKINGS = ("verified", "verified-avg-n", "verified-tiered", "declared")

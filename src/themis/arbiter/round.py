@@ -57,7 +57,7 @@ def offered_tenants(ranked: Sequence[AppState], fairness_knob: float) -> list[Ap
 
     The knob offers a share of the contenders; counted by app, a tenant that splits its
     sweep into k apps holds k places in the count and, ranked together, k of the offers
-    (issue 19: ``split:2``). Counted by tenant, it holds one place however many apps it
+    (the lie ``split:2``). Counted by tenant, it holds one place however many apps it
     runs, and its apps that rank inside that place all bid (their bids then share one
     weight: ``tenant_weights``). Without owners every app is its own tenant: the worst
     ``offered_count(len(ranked), f)`` apps, as in the paper."""
@@ -425,13 +425,13 @@ class Arbiter:
     def _rank_n(self, view: SchedulingView, app: AppState, n_avg: float) -> float:
         """The N of an app's verified rank: the larger of its ``N_avg`` so far and the
         slices the cluster is cut into now (``verified``), or ``N_avg`` alone (the other
-        rankings, ``verified-avg-n`` among them: the decisions before 2026-12-06, night).
+        rankings, ``verified-avg-n`` among them: the previous default's decisions).
 
         An app that ran alone has ``N_avg`` near 1, so its verified rho reads about 1 (it
         ran at its speed alone, which a 1/1 share promises) however much it was given. Once
         others arrive its ideal time grows with N: by ``N_avg`` so far it looks as badly off
         as an app that got a 1/N share, and a newcomer whose whole ideal time is a few
-        leases waits behind it (issue 19, the 16-GPU gang mix at seed 8: a long sweep alone
+        leases waits behind it (measured on the 16-GPU gang mix at seed 8: a long sweep alone
         for four hours ranked 0.98, a short sweep beside it 0.50; under the oracle the
         long sweep ends at 0.22). With N now the long sweep ranks 0.49. An app whose N fell
         (others finished) keeps its ``N_avg``: it was served among more. Both are observed
@@ -601,12 +601,12 @@ class Arbiter:
         and hidden payment weigh the worst-off app's whole gang against smaller bundles
         for the others. An app whose gang needs a whole machine then waits for a
         reservation to drain one, a lease each time, while the same trials cut into
-        smaller gangs start in the holes at once (issue 19's ``gang:0.5``: +29.5% for a
+        smaller gangs start in the holes at once (the lie ``gang:0.5``: +29.5% for a
         64-GPU VGG sweep). So the worst-off app, when it holds nothing (nor does its
         tenant: the caller's check, as for reservations), starts its gang at once on free
         GPUs of its best span: the reservation made and fulfilled in one round. An app
         holding GPUs bids as before, so the rule grants no app a second gang outside the
-        auction. On by default since issue 19's re-measurement (``gang_at_once``; off,
+        auction. On by default since its re-measurement (``gang_at_once``; off,
         the paper's auction for it, as in 0.2.0): docs/knowledge.md has what it
         changes."""
         return self.gang_at_once and not worst.held()
@@ -635,7 +635,7 @@ def rank_fresh_by_standing(
     holds a 1/N slice (its starving rho, the wait counted, plus ``lease / T_id``). With
     it every app is in one order, none ahead for holding nothing.
 
-    Issue 19: ranked first, every new app jumped the running apps, however little it was
+    Measured: ranked first, every new app jumped the running apps, however little it was
     owed. Under 3x contention small sweeps finished at rho 0.02-0.3 while the large ones
     all ended near 0.62 (the oracle: 0.52). A small sweep's slice-rho is low (its ideal
     time is N times its time alone, far more than it needs), so it now waits its turn; an
@@ -663,7 +663,7 @@ def rank_fresh_by_siblings(
     leftover), unless its owner runs another app that has made progress: it then ranks
     as the worst-off of those siblings (their verified rho), in place in ``rank``.
 
-    Issue 19: a sweep split into two apps arriving together has one part running and the
+    Measured: a sweep split into two apps arriving together has one part running and the
     other, having made nothing, ranked first beside it at every round until it gets a
     GPU; over eight contexts ``split:2`` paid some liars +8% to +17% in every context. An
     honest owner's new app keeps its own claim through its owner's slice (``N_eff``) and
@@ -708,7 +708,7 @@ def rank_by_cohort(
     app by their pooled verified rho (the sum of their times since arrival over the sum
     of the fair times of what they made). Lowers ``rank`` in place; never raises it.
 
-    Issue 19: the parts of a split sweep progress unevenly (the arbiter serves one, then
+    Measured: the parts of a split sweep progress unevenly (the arbiter serves one, then
     the other), and the part that has made least ranks worst-off by its own verified rho,
     outranks other tenants and takes their GPUs (``split:2`` at seed 101: +10.4% in all
     eight contexts). Pooled, the parts rank as the sweep would. The cohort looks forward
@@ -749,7 +749,7 @@ def tenant_holds_gpus(view: SchedulingView, app: AppState) -> bool:
     included: such an app gets no reservation.
 
     A reservation holds GPUs idle for the worst-off app's gang, whatever that app holds.
-    Issue 19: a sweep split into two apps a second apart has its first part alone when the
+    Measured: a sweep split into two apps a second apart has its first part alone when the
     second part's arrival triggers a round, so the first part, holding its machine, is the
     worst-off app that wants GPUs and is reserved the other machine (``split:2`` with
     staggered parts: +10.4% and +8.4% for two liars over eight contexts). An owner that
@@ -770,7 +770,7 @@ def tenant_weights(bidders: Sequence[AppState]) -> list[float] | None:
 
     Proportional fairness counts bidders: a tenant whose sweep is split into k apps that
     bid together holds k factors of the product where one app holds one, and the auction
-    leans its way (issue 19: ``split:2``). Weighted, a tenant's bidders count as one;
+    leans its way (the lie ``split:2``). Weighted, a tenant's bidders count as one;
     weighted PA keeps truthful bidding dominant (``auction/partial_allocation.py``,
     tested against brute force). None, PA unweighted bit for bit, when every tenant bids
     once: every auction of a workload without owners."""

@@ -155,7 +155,7 @@ class RunConfig:
         if self.renew_within_share is not None:
             # Only when set: runs without it keep the summaries they had.
             out["renew_within_share"] = self.renew_within_share
-        # Always: it was off by default before it was on (issue 19).
+        # Always: it was off by default before it was on.
         out["gang_at_once"] = self.gang_at_once
         if self.valuation != PolicyOptions.valuation:
             # Only when set: runs with the paper's valuation keep the summaries they had.

@@ -2,7 +2,7 @@
 
 The paper's ideal is a private ``1/N`` slice of the cluster, ``N`` the active apps. An app
 is not a tenant, though: a tenant that submits its sweep as two apps would hold two slices
-(issue 19 measured +56% for such a split under Themis). So the slice belongs to the app's
+(such a split was measured to gain +56% under Themis). So the slice belongs to the app's
 **owner** (a tenant or user; an app without one owns itself): at time ``t`` an app of
 owner ``o`` is entitled to ``1 / (owners(t) * apps_o(t))`` of the cluster, ``owners(t)``
 the owners with an active app and ``apps_o(t)`` the active apps of ``o``. ``T_id`` takes the

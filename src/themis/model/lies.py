@@ -1,4 +1,4 @@
-"""Lies an app can tell a scheduler, as data (DESIGN §12; issue 19).
+"""Lies an app can tell a scheduler, as data (DESIGN §12).
 
 A scheduler that shares GPUs by what apps report invites apps to report what pays. Each
 kind of lie here is one a real tenant can tell without changing what its training does:

@@ -1,4 +1,4 @@
-"""Every knob a policy reads, declared once (issue 23): its command-line flag, what it
+"""Every knob a policy reads, declared once: its command-line flag, what it
 means and the rule its value keeps (its help names the policies that read it).
 
 ``PolicyOptions`` (``base.py``) holds the values and checks them against these rules when
@@ -163,7 +163,7 @@ KNOBS: tuple[Knob, ...] = (
         "Themis: rank apps by the rho of the work they have done (verified: observed "
         "progress only, N the larger of the app's N_avg and the apps now; an app that has "
         "made nothing by its starving rho one lease later), the same with N_avg alone "
-        "(verified-avg-n, the default until 2026-12-06), that with apps that cannot run "
+        "(verified-avg-n, the previous default), that with apps that cannot run "
         "first (verified-tiered, the 0.2 default), or by the rho of their declared "
         "remaining work (declared).",
         str, _one_of(RANKINGS), choices=RANKINGS,

@@ -1,5 +1,5 @@
 """What a trace format is to themis: a name, how to recognise its files, how to read them,
-and the names its rows give the fields errors point at (issue 23: formats as plug-ins).
+and the names its rows give the fields errors point at.
 
 Every built-in reader declares its format here (``hyperdrive.FORMAT``, ...), and another
 package adds one the same way through the entry-point group ``themis.trace_formats``

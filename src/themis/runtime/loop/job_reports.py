@@ -208,7 +208,7 @@ class ReportHandling:
 def _out_of_range(report: Progress | Outcome, budget: int) -> str | None:
     """What is impossible in a report, or None. The job's code runs in the process that
     reports, so it can write anything there: a step count past what SQLite holds once
-    raised in every tick that read it (issue 20)."""
+    raised in every tick that read it."""
     last = report.last if isinstance(report, Outcome) else report
     for name, value in (
         ("steps", report.steps),

@@ -10,7 +10,7 @@ after the grace period). Two rules keep leases honest:
   function runs, its lease end moves with the clock (``LeaseClock.hold``); from then on
   it is fixed at the start plus the lease length. Otherwise a job slow to start could
   lose its lease before its first step, and a job whose predecessor still drains could
-  lose it before it even began (the livelock of issue 12).
+  lose it before it even began (a livelock).
   The wait is bounded: a job that has not started within the start deadline is stopped
   like a lease end (``start_watch``), or a module that hangs at import would hold its
   GPUs for ever.

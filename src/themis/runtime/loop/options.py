@@ -53,7 +53,7 @@ class ServiceOptions:
 
     def __post_init__(self) -> None:
         # A grace as long as the lease lets a job that ignores its lease end hold its
-        # GPUs for a whole second lease: the livelock of issue 12.
+        # GPUs for a whole second lease: a livelock.
         if not self.grace < self.lease:
             raise ThemisError(
                 f"--grace ({self.grace:g}s) must be shorter than --lease ({self.lease:g}s)",

@@ -57,7 +57,7 @@ class RequestHandling:
                 command.refuse(exc.format(), type(exc))
             except Exception as exc:  # noqa: BLE001 (one request never stops the loop)
                 # A bug or an input the checks let through: refuse this request with its
-                # reason, log and count it, and serve the others (issue 20).
+                # reason, log and count it, and serve the others.
                 log.exception("themis serve: %s of %r failed", command.kind, command.app_id)
                 self.metrics.faults.labels("command").inc()
                 command.refuse(

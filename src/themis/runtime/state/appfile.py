@@ -92,7 +92,7 @@ MAX_PARAMS = 32
 MAX_CHOICES = 256
 MAX_STRING = 256
 #: Bounds of every number of an app file. Python reads integers of any size and SQLite
-#: stores 64 bits: an unbounded ``steps`` once stopped the arbiter (issue 20), so each
+#: stores 64 bits: an unbounded ``steps`` once stopped the arbiter, so each
 #: field has a bound far above any real app and far below what breaks the arithmetic.
 MAX_STEPS = 10**12  # steps, min_steps, checkpoint_every
 MAX_GPUS_PER_TRIAL = 4096

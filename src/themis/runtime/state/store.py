@@ -317,7 +317,7 @@ class Store:
             self.db.execute(_SUBMIT_KEYS)
         if not readonly and not fresh:
             # Every open, not only --init: a corrupt page otherwise surfaces seconds later
-            # as a traceback from whatever statement reads it first (issue 20).
+            # as a traceback from whatever statement reads it first.
             problem = _integrity_problem(self.db)
             if problem is not None:
                 self.db.close()

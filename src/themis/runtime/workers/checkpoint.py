@@ -2,7 +2,7 @@
 
 Checkpoints used to be pickles under one storage tree: app M's code wrote
 ``<storage>/victim/t000/checkpoint.pkl`` before ``victim`` was submitted, and victim's
-job ran M's code when it resumed (issue 20). Two changes close that:
+job ran M's code when it resumed. Two changes close that:
 
 **A data format.** A checkpoint is a tree of ``None``, booleans, integers, floats,
 strings, bytes, lists, tuples, sets and dicts (any of these keys), numpy arrays and

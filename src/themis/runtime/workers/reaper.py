@@ -2,7 +2,7 @@
 
 ``serve`` stops its local cluster by handle when it exits; a ``kill -9`` skips that, and
 Ray's processes (raylets, agents: about 340 MB) lingered for up to 2.5 minutes, and the
-run's temporary directory for ever (issue 20). So ``serve`` starts this small process
+run's temporary directory for ever. So ``serve`` starts this small process
 beside the cluster, holding the read end of a pipe whose write end only ``serve`` has.
 When ``serve`` is gone, for any reason, the pipe reads EOF: the reaper then ends every
 process of *this run*, with SIGTERM then SIGKILL after a grace, and removes the
