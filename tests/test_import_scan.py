@@ -1,4 +1,4 @@
-"""The import scan (``tools/import_scan.py``, issue 23) passes on the library and fails, naming
+"""The import scan (``tools/import_scan.py``) passes on the library and fails, naming
 file and line, on each thing it forbids, planted in a small package of its own."""
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
             {"a/__init__.py": "", "a/_inner.py": "", "b/__init__.py": "",
              "b/y.py": "from ..a import _inner\n"},
             "pkg/b/y.py:1: pkg.b.y imports pkg.a._inner, a private module of another package",
+        ),
+        # another package's private name, from a public module
+        (
+            {"a/__init__.py": "", "a/x.py": "def _helper():\n    pass\n",
+             "b/__init__.py": "", "b/y.py": "def f():\n    from pkg.a.x import _helper\n"},
+            "pkg/b/y.py:2: pkg.b.y imports pkg.a.x._helper, a private name of another package",
         ),
         # a low room importing a higher one of a package that declares its rooms
         (

@@ -1,4 +1,4 @@
-"""The import scan: the library's rooms stay rooms (issue 23, docs/architecture.md).
+"""The import scan: the library's rooms stay rooms (docs/architecture.md).
 
     python tools/import_scan.py [--root src/themis] [--graph]
 
@@ -11,8 +11,8 @@ still a dependency) and fails, naming file and line, on:
   where a package is a direct subpackage of the root and a module directly in the root
   (``errors.py``) or an entry point (a ``__main__`` module, which nothing imports) is its
   own node;
-- an import of another package's private module (a name starting with ``_``), which is
-  that package's business alone;
+- an import of another package's private module or private name (one starting with
+  ``_``: ``from themis.runtime.x import _helper``), which is that package's business alone;
 - an import against the order of a package's rooms: a package that declares
   ``__rooms__ = ("low", ..., "high")`` in its ``__init__.py`` lets a module of one room
   import only its own room and the rooms before it, and no room import a module that lies
@@ -43,6 +43,7 @@ class Import:
     target: str  # the imported module (the longest module prefix of what is named)
     path: Path
     line: int
+    name: str | None = None  # ``from target import name`` of a name that is no module
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -94,7 +95,8 @@ def imports(known: Mapping[str, Path]) -> list[Import]:
             for name in named:
                 target = _owner(name, known)
                 if target is not None and target != module:
-                    found.append(Import(module, target, path, node.lineno))
+                    what = None if name == target else name[len(target) + 1 :]
+                    found.append(Import(module, target, path, node.lineno, what))
     return found
 
 
@@ -213,6 +215,8 @@ def findings(root: Path) -> tuple[list[str], dict[str, set[str]]]:
             private = [p for p in edge.target.split(".") if p.startswith("_")]
             if any(not p.startswith("__") for p in private):
                 problems.append(f"{where(edge)}, a private module of another package")
+            elif edge.name and edge.name.startswith("_") and not edge.name.startswith("__"):
+                problems.append(f"{where(edge)}.{edge.name}, a private name of another package")
     problems += room_order_findings(edges, declared_rooms(known))
     for component in cycles(module_graph):
         members = set(component)
@@ -283,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     count = len(modules(args.root))
     print(
         f"import scan: {count} modules in {len(graph)} packages; no cycle, "
-        "no private module imported across packages, rooms in order"
+        "no private module or name imported across packages, rooms in order"
     )
     return 0
 

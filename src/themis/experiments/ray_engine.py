@@ -90,7 +90,7 @@ class RayEngine:
 
         from themis.runtime.workers.ray_cluster import (
             LOOPBACK,
-            _loopback_addresses,
+            loopback_addresses,
             loopback_environment,
         )
 
@@ -111,7 +111,7 @@ class RayEngine:
             else:
                 _reachable(self.where)
                 if self.where.rsplit(":", 1)[0] in (LOOPBACK, "localhost"):
-                    _loopback_addresses()
+                    loopback_addresses()
                 ray.init(address=self.where, **quiet)
             self.connected = True
         except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -40,10 +40,10 @@ def loopback_environment(temp_root: str, host: str = LOOPBACK) -> None:
     """
     os.environ["RAY_TMPDIR"] = temp_root
     if host == LOOPBACK:
-        _loopback_addresses()
+        loopback_addresses()
 
 
-def _loopback_addresses() -> None:
+def loopback_addresses() -> None:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:
@@ -150,7 +150,7 @@ def connect(address: str) -> None:
     look for its local node at the machine's outward address and never find it."""
     host = address.rsplit(":", 1)[0]
     if host in (LOOPBACK, "localhost"):
-        _loopback_addresses()
+        loopback_addresses()
     import ray
 
     try:
