@@ -30,8 +30,8 @@ class AppRow:
     from arrival to its first GPU. ``t_slice_s`` is its time on a private slice of
     ``G / n_avg`` GPUs (the slice's ideal time), and ``shared`` whether another app was
     active at some moment between its arrival and its finish (an app that ran alone has
-    rho 1 by either definition, whatever the policy). NaN for rows saved before these
-    columns existed.
+    ``N_avg`` 1: by either definition its time over ``T_cluster``).
+    NaN for rows saved before these columns existed.
     """
 
     app_id: str
@@ -233,10 +233,10 @@ def shared_cluster(spans: Sequence[tuple[float, float]]) -> list[bool]:
     """Per (arrival, finish): whether another app was active at some moment strictly
     between them (its own span overlaps), in the order given.
 
-    An app that ran alone from arrival to finish has ``N_avg`` 1 and rho exactly 1 under
-    any policy, so the max rho of a run saturates at 1 wherever such an app is the worst;
-    the max over the others does not. An app with no work (finished at its arrival) shares
-    nothing and counts for no one."""
+    An app that ran alone from arrival to finish has ``N_avg`` 1 and rho 1 under any
+    policy that runs it as ``T_cluster``'s estimate assumes, so the max rho of a run
+    saturates at 1 wherever such an app is the worst; the max over the others does not.
+    An app with no work (finished at its arrival) shares nothing and counts for no one."""
     order = sorted(range(len(spans)), key=lambda k: spans[k][0])
     live = [k for k in order if spans[k][1] > spans[k][0]]
     out = [False] * len(spans)
