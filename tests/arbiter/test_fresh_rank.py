@@ -21,8 +21,10 @@ def test_only_apps_that_made_nothing_take_their_standing_one_lease_later() -> No
     for a in apps:
         a.t_cluster = 100.0
     rank = {"a": 2.0, "b": RHO_MAX, "c": 0.5}
-    n_avg = {"a": 2.0, "b": 2.0, "c": 2.0}
-    rank_fresh_by_standing(apps, rank, {"a": 7.0, "b": 1.1, "c": 9.0}, n_avg, 50.0)
+    ideal = {"a": 200.0, "b": 200.0, "c": 200.0}
+    rank_fresh_by_standing(
+        apps, rank, {"a": 7.0, "b": 1.1, "c": 9.0}, lambda a: ideal[a.app_id], 50.0
+    )
     assert rank == {"a": 2.0, "b": pytest.approx(1.35), "c": 0.5}
 
 

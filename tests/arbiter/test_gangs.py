@@ -80,7 +80,7 @@ def test_starving_rho_grows_with_the_wait_and_tells_apps_apart() -> None:
         work = RemainingWork(TOY, app.remaining_by_gang(0.0))
         app.t_cluster = work.time_on(cluster.shape)
         values[app.app_id] = [
-            starving_rho(t, 0.0, work, cluster.shape, 4, app.t_cluster, 2.0)
+            starving_rho(t, 0.0, work, cluster.shape, 4, app.t_cluster * 2.0)
             for t in (0.0, 100.0, 1000.0)
         ]
     for series in values.values():
@@ -97,8 +97,8 @@ def test_starving_rho_grows_with_the_wait_and_tells_apps_apart() -> None:
     big = make_app("b", 0.0, [(1, 1000.0)] * 8)
     work = RemainingWork(TOY, big.remaining_by_gang(0.0))
     t_cl = work.time_on(cluster.shape)
-    rise = starving_rho(100.0, 0.0, work, cluster.shape, 4, t_cl, 2.0) - starving_rho(
-        0.0, 0.0, work, cluster.shape, 4, t_cl, 2.0
+    rise = starving_rho(100.0, 0.0, work, cluster.shape, 4, t_cl * 2.0) - starving_rho(
+        0.0, 0.0, work, cluster.shape, 4, t_cl * 2.0
     )
     assert rise == pytest.approx(0.05)
     assert values["s"][1] - values["s"][0] == pytest.approx(0.5)

@@ -69,6 +69,7 @@ def test_each_flag_is_declared_in_one_place() -> None:
         ({"ranking": "fastest"}, "--ranking", "must be one of verified, verified-avg-n"),
         ({"renewal_share": 1.5}, "--renewal-share", "must be in [0, 1], got 1.5"),
         ({"valuation": "bogus"}, "--valuation", "must be one of paper, remaining"),
+        ({"ideal_time": "private"}, "--ideal-time", "must be one of paper, slice"),
         ({"auction_node_limit": -1}, "--auction-node-limit", "nodes >= 0"),
         ({"auction_deadline": 0.0}, "--auction-deadline", "seconds > 0"),
         ({"tiresias_thresholds": (7200.0, 3250.0)}, "--tiresias-queues", "increasing"),

@@ -13,7 +13,10 @@ from themis.fairness.ftf import posthoc_rho
 
 from .conftest import HEADER, TINY_ROWS, assert_one_line_error, write_trace
 
-APPS_HEADER = "app_id,arrival_s,finish_s,completion_s,t_cluster_s,n_avg,rho,model,gangs,wait_s"
+APPS_HEADER = (
+    "app_id,arrival_s,finish_s,completion_s,t_cluster_s,n_avg,rho,model,gangs,wait_s,"
+    "t_slice_s,rho_paper,rho_slice,shared"
+)
 ALLOC_HEADER = "start_s,end_s,app_id,job_id,gpus"
 
 

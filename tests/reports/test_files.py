@@ -54,6 +54,10 @@ def test_apps_csv_has_exact_columns(tmp_path: Path, result) -> None:
         "model",
         "gangs",
         "wait_s",
+        "t_slice_s",
+        "rho_paper",
+        "rho_slice",
+        "shared",
     ]
     rows = _read(tmp_path / "apps.csv")
     assert [(r["model"], r["gangs"], float(r["wait_s"])) for r in rows] == [
@@ -88,6 +92,17 @@ def test_apps_csv_rho_recomputes_exactly_from_its_own_columns(tmp_path: Path) ->
         assert float(written["rho"]) == posthoc_rho(arrival, finish, t_cl, n_avg)
         assert float(written["rho"]) == original.rho
         assert float(written["completion_s"]) == finish - arrival
+
+
+def test_apps_csv_both_rhos_recompute_exactly_from_its_own_columns(tmp_path: Path, result) -> None:
+    write_apps_csv(tmp_path / "apps.csv", app_rows(result))
+    for row in _read(tmp_path / "apps.csv"):
+        arrival, finish = float(row["arrival_s"]), float(row["finish_s"])
+        t_cl, n_avg = float(row["t_cluster_s"]), float(row["n_avg"])
+        assert float(row["rho_paper"]) == posthoc_rho(arrival, finish, t_cl, n_avg)
+        assert float(row["rho_slice"]) == (finish - arrival) / float(row["t_slice_s"])
+        assert float(row["rho"]) == float(row["rho_paper"])  # the run's: the paper's
+        assert row["shared"] == "1"  # a and b overlap from 40 to 100
 
 
 def test_allocations_csv_one_row_per_interval_sorted_by_start(tmp_path: Path, result) -> None:

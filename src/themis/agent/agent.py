@@ -14,7 +14,8 @@ from collections.abc import Hashable, Sequence
 
 from themis.agent.app_scheduler import order_measure, waiting_order
 from themis.auction.bids import Bid, MenuEntry
-from themis.fairness.ftf import RHO_MAX, RemainingWork, rho, starving_rho
+from themis.fairness.ftf import RHO_MAX, RemainingWork, app_ideal_time, rho_over, starving_rho
+from themis.fairness.ideal import PAPER
 from themis.model.cluster import Cluster, SetShape, ShapeCounter
 from themis.model.placement import OfferIndex, OrderedPacker, move_target
 from themis.model.state import AppState, GangWork, JobState
@@ -38,7 +39,12 @@ class Agent:
     granted bundle it keeps (``units``, ``trim``: whole gangs)."""
 
     def __init__(
-        self, app: AppState, cluster: Cluster, max_menu: int = 32, valuation: str = "paper"
+        self,
+        app: AppState,
+        cluster: Cluster,
+        max_menu: int = 32,
+        valuation: str = "paper",
+        ideal: str = PAPER,
     ) -> None:
         self.app = app
         self.cluster = cluster
@@ -49,6 +55,9 @@ class Agent:
         #: which declaring F times the work (every job alike) leaves unchanged
         #: (``_bid_value``; docs/knowledge.md, "Valuations by remaining time").
         self.remaining_only = valuation == "remaining"
+        #: The definition of the ideal time every rho of this agent divides by
+        #: (``fairness/ideal.py``).
+        self.ideal = ideal
         self._cuts: dict[tuple[Hashable, ...], list[int]] = {}
         # The last remaining work built (``_work``): from which dict, and for which
         # version of the app when it ran nothing (-1: it ran something).
@@ -67,7 +76,7 @@ class Agent:
 
         ``remaining`` is the app's ``remaining_by_gang(now)`` when the caller has it."""
         work = self._work(now, remaining)
-        return self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
+        return self._rho(now, self._ideal(n_avg), work, self.cluster.shape_of(gpus))
 
     def standing(
         self,
@@ -82,12 +91,16 @@ class Agent:
         (``starving_rho``: a fair 1/N time share from now on), which is finite and grows
         with the wait."""
         work = self._work(now, remaining)
-        value = self._rho(now, n_avg, work, self.cluster.shape_of(gpus))
+        ideal = self._ideal(n_avg)
+        value = self._rho(now, ideal, work, self.cluster.shape_of(gpus))
         if value < RHO_MAX:
             return value, False
-        t_cluster = self.app.t_cluster
         shape = self.cluster.shape
-        return starving_rho(now, self.app.arrival, work, shape, active_apps, t_cluster, n_avg), True
+        return starving_rho(now, self.app.arrival, work, shape, active_apps, ideal), True
+
+    def _ideal(self, n_avg: float) -> float:
+        """The app's ideal time ``T_id`` among ``n_avg`` apps (``app_ideal_time``)."""
+        return app_ideal_time(self.ideal, self.app, self.cluster.shape, n_avg)
 
     def _work(self, now: float, remaining: dict[int, GangWork] | None) -> RemainingWork:
         """The app's remaining work, ready to time (``remaining``: its
@@ -111,8 +124,8 @@ class Agent:
         self._work_version = app.version if idle else -1
         return work
 
-    def _rho(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
-        return rho(now, self.app.arrival, work.time_on(shape), self.app.t_cluster, n_avg)
+    def _rho(self, now: float, ideal: float, work: RemainingWork, shape: SetShape) -> float:
+        return rho_over(now, self.app.arrival, work.time_on(shape), ideal)
 
     def bid(
         self,
@@ -137,8 +150,9 @@ class Agent:
         round's offer indexed once and where this bidder's ``offer`` starts in it (the same
         bid, built faster)."""
         work = self._work(now, remaining)
+        ideal = self._ideal(n_avg)
         kept_shape = self.cluster.shape_of(kept)
-        rho_none = self._bid_value(now, n_avg, work, kept_shape)
+        rho_none = self._bid_value(now, ideal, work, kept_shape)
         starving = active_apps is not None and rho_none >= RHO_MAX
         entries: list[MenuEntry] = []
         self._cuts = {}
@@ -148,7 +162,7 @@ class Agent:
         chain = self._chain(now, kept, offer, renewable, offer_index)
         for bundle, cuts, shape in _prefixes(self.cluster, kept, chain):  # distinct: nested
             self._cuts[bundle] = cuts
-            entries.append(MenuEntry(bundle, self._bid_value(now, n_avg, work, shape)))
+            entries.append(MenuEntry(bundle, self._bid_value(now, ideal, work, shape)))
         if len(entries) > self.max_menu:
             # Thin evenly over sizes, always keeping the largest bundle.
             entries.sort(key=lambda e: (len(e.gpus), e.rho))
@@ -156,7 +170,7 @@ class Agent:
             picked = {int(i * step) for i in range(self.max_menu - 1)} | {len(entries) - 1}
             entries = [entries[i] for i in sorted(picked)]
         if starving and active_apps is not None:
-            rho_none = self._nothing(now, n_avg, work, active_apps, entries)
+            rho_none = self._nothing(now, ideal, work, active_apps, entries)
         return Bid(self.app.app_id, rho_none, tuple(entries))
 
     def _valued_since(self, now: float) -> float:
@@ -164,10 +178,10 @@ class Agent:
         ``remaining_only`` (the remaining time alone, the elapsed time left out)."""
         return now if self.remaining_only else self.app.arrival
 
-    def _bid_value(self, now: float, n_avg: float, work: RemainingWork, shape: SetShape) -> float:
+    def _bid_value(self, now: float, ideal: float, work: RemainingWork, shape: SetShape) -> float:
         """What the bid says the app's rho would be on ``shape`` (``_valued_since``)."""
         since = self._valued_since(now)
-        return rho(now, since, work.time_on(shape), self.app.t_cluster, n_avg)
+        return rho_over(now, since, work.time_on(shape), ideal)
 
     def _fastest_first(self, offer: Sequence[int]) -> list[int]:
         """The offer with the GPU types this app's model runs fastest on first (the
@@ -180,7 +194,7 @@ class Agent:
     def _nothing(
         self,
         now: float,
-        n_avg: float,
+        ideal: float,
         work: RemainingWork,
         active_apps: int,
         entries: Sequence[MenuEntry],
@@ -199,8 +213,7 @@ class Agent:
             work,
             self.cluster.shape,
             active_apps,
-            self.app.t_cluster,
-            n_avg,
+            ideal,
         )
         worst = max((e.rho for e in entries), default=fair)
         return min(max(fair, worst) * NOTHING_FACTOR, RHO_MAX)

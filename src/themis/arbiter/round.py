@@ -37,7 +37,15 @@ from themis.arbiter.reservation import (
 from themis.auction.bids import Bid
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome, partial_allocation
-from themis.fairness.ftf import RHO_MAX, capped_rho, made_fair_time, t_cluster, verified_rho
+from themis.fairness.ftf import (
+    RHO_MAX,
+    RemainingWork,
+    app_ideal_time,
+    capped_rho,
+    made_fair_time,
+    verified_rho,
+)
+from themis.fairness.ideal import PAPER, ideal_time
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
 from themis.model.cluster import Cluster, SetShape
 from themis.model.placement import pack_gang
@@ -118,6 +126,7 @@ class Arbiter:
         valuation: str = "paper",
         renew_within_share: bool = False,
         gang_at_once: bool = True,
+        ideal: str = PAPER,
     ) -> None:
         # The knobs are ``PolicyOptions``'s, checked once when those are made
         # (``policies/knobs.py``); the Themis policy makes the arbiter from them.
@@ -140,6 +149,9 @@ class Arbiter:
         self.gang_at_once = gang_at_once
         #: How bids value bundles ("paper" or "remaining": ``Agent``).
         self.valuation = valuation
+        #: The definition of every rho's ideal time: the standings, the bids, the ranks
+        #: (``fairness/ideal.py``).
+        self.ideal = ideal
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         #: The offer's order, kept from round to round (``offer.py``).
@@ -151,9 +163,9 @@ class Arbiter:
         self.last_round: RoundRecord | None = None
         #: Each auction's node limit and deadline (``themis.auction.budget``).
         self.limits = limits
-        #: Per app that ran nothing when last ranked: its version then, and the time alone
-        #: on the cluster of what it had made (``_verified_rho``).
-        self._made_alone: dict[AppState, tuple[int, float]] = {}
+        #: Per app that ran nothing when last ranked: its version then, the time alone on
+        #: the cluster of what it had made, and that work (``_verified_rho``).
+        self._made_alone: dict[AppState, tuple[int, float, RemainingWork]] = {}
         #: Auctions run, those that stopped on their limits, and the largest certified
         #: gaps of x* and of the re-solves x^-i among them (docs/auction.md).
         self.auctions = 0
@@ -165,7 +177,7 @@ class Arbiter:
         agent = self._agents.get(app.app_id)
         if agent is None or agent.app is not app:
             agent = self._agents[app.app_id] = Agent(
-                app, self.cluster, self.max_menu, self.valuation
+                app, self.cluster, self.max_menu, self.valuation, self.ideal
             )
         return agent
 
@@ -276,10 +288,14 @@ class Arbiter:
                 def n_of(app: AppState) -> float:
                     return self._rank_n(view, app, view.n_avg(app))
 
-                rank_fresh_by_siblings(view, wanting, rank, now, shape, n_of)
-                rank_by_cohort(view, wanting, rank, now, shape, self.lease, n_of)
+                rank_fresh_by_siblings(view, wanting, rank, now, shape, n_of, self.ideal)
+                rank_by_cohort(view, wanting, rank, now, shape, self.lease, n_of, self.ideal)
             if self.ranking in ("verified", "verified-avg-n"):
-                rank_fresh_by_standing(wanting, rank, rhos, n_avg, self.lease)
+
+                def ideal_of(app: AppState) -> float:
+                    return app_ideal_time(self.ideal, app, shape, n_avg[app.app_id])
+
+                rank_fresh_by_standing(wanting, rank, rhos, ideal_of, self.lease)
                 starving = set()
         else:
             rank = rhos
@@ -447,15 +463,17 @@ class Arbiter:
         change until a job of it starts, stops or finishes (its ``version``): that time is
         kept for such apps, most of the wanting apps of a round; the time since arrival
         and N are new each round. The same floats as ``verified_rho`` (``made_fair_time``
-        is that time times N)."""
+        is that time's ideal time among N)."""
+        shape = self.cluster.shape
         if app.held():
             done = app.done_by_gang(now)
-            return verified_rho(now, app.arrival, app.profile, done, self.cluster.shape, n_avg)
+            return verified_rho(now, app.arrival, app.profile, done, shape, n_avg, self.ideal)
         cached = self._made_alone.get(app)
         if cached is None or cached[0] != app.version:
-            alone = t_cluster(app.profile, app.done_by_gang(now), self.cluster.shape)
-            cached = self._made_alone[app] = (app.version, alone)
-        return capped_rho(now - app.arrival, cached[1] * n_avg)
+            made = RemainingWork(app.profile, app.done_by_gang(now))
+            cached = self._made_alone[app] = (app.version, made.time_on(shape), made)
+        fair = ideal_time(self.ideal, cached[1], cached[2], shape, n_avg)
+        return capped_rho(now - app.arrival, fair)
 
     def _renew_in_place(
         self,
@@ -627,7 +645,7 @@ def rank_fresh_by_standing(
     wanting: Sequence[AppState],
     rank: dict[str, float],
     standing: dict[str, float],
-    n_avg: dict[str, float],
+    ideal_of: Callable[[AppState], float],
     lease: float,
 ) -> None:
     """An app that has made nothing yet ranks, in place of ``RHO_MAX``, by its standing
@@ -644,10 +662,11 @@ def rank_fresh_by_standing(
     app that holds nothing after making progress rises by its verified rho as it waits.
     Only apps that have made nothing are ranked from declared work, as the starving
     tier's order was; at arrival a uniform misstatement of work does not move the
-    slice-rho (``T_sh`` and ``T_id`` scale alike), the wait term does."""
+    slice-rho (``T_sh`` and ``T_id`` scale alike), the wait term does. ``ideal_of``: an
+    app's ideal time ``T_id`` (``app_ideal_time``)."""
     for a in wanting:
         if rank[a.app_id] >= RHO_MAX:
-            ideal = a.t_cluster * n_avg[a.app_id]
+            ideal = ideal_of(a)
             rank[a.app_id] = standing[a.app_id] + (lease / ideal if ideal > 0 else 0.0)
 
 
@@ -658,6 +677,7 @@ def rank_fresh_by_siblings(
     now: float,
     shape: SetShape,
     n_of: Callable[[AppState], float] | None = None,
+    ideal: str = PAPER,
 ) -> None:
     """An app that has made nothing yet ranks ``RHO_MAX`` (first in the offer and the
     leftover), unless its owner runs another app that has made progress: it then ranks
@@ -669,7 +689,8 @@ def rank_fresh_by_siblings(
     honest owner's new app keeps its own claim through its owner's slice (``N_eff``) and
     the auction; only its newcomer's rank is the owner's. Apps without owners are their
     own tenants and rank as before, bit for bit. ``n_of``: the N of a verified rank
-    (``Arbiter._rank_n``; default the app's ``N_avg``)."""
+    (``Arbiter._rank_n``; default the app's ``N_avg``); ``ideal``: the definition of
+    the ideal time (``fairness/ideal.py``)."""
     n_of = view.n_avg if n_of is None else n_of
     fresh = [a for a in wanting if rank[a.app_id] >= RHO_MAX and a.spec.owner is not None]
     active = owners_apps(view, fresh)
@@ -686,6 +707,7 @@ def rank_fresh_by_siblings(
                     other.done_by_gang(now),
                     shape,
                     n_of(other),
+                    ideal,
                 ),
             )
             if value < RHO_MAX
@@ -702,6 +724,7 @@ def rank_by_cohort(
     shape: SetShape,
     window: float,
     n_of: Callable[[AppState], float] | None = None,
+    ideal: str = PAPER,
 ) -> None:
     """An owner's app ranks no worse than its cohort: itself and the owner's active apps
     that arrived no earlier than ``window`` seconds (one lease) before it, ranked as one
@@ -715,8 +738,8 @@ def rank_by_cohort(
     only: an honest owner's app that arrives later is not ranked by an older app's
     progress (pooling every app of an owner cost honest owners a max rho of 1.6-1.9 on
     generated workloads); parts submitted apart (``stagger:S``) stay one cohort while S is
-    at most a lease. Apps without owners rank as before, bit for bit. ``n_of``: as in
-    ``rank_fresh_by_siblings``."""
+    at most a lease. Apps without owners rank as before, bit for bit. ``n_of`` and
+    ``ideal``: as in ``rank_fresh_by_siblings``."""
     n_of = view.n_avg if n_of is None else n_of
     active = owners_apps(view, wanting)
     for app in wanting:
@@ -725,7 +748,9 @@ def rank_by_cohort(
         if len(cohort) < 2:
             continue
         elapsed = sum(now - o.arrival for o in cohort)
-        fair = sum(made_fair_time(o.profile, o.done_by_gang(now), shape, n_of(o)) for o in cohort)
+        fair = sum(
+            made_fair_time(o.profile, o.done_by_gang(now), shape, n_of(o), ideal) for o in cohort
+        )
         pooled = capped_rho(elapsed, fair)
         if pooled < rank[app.app_id]:
             rank[app.app_id] = pooled

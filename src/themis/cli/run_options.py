@@ -78,6 +78,8 @@ class RunConfig:
     gang_at_once: bool = PolicyOptions.gang_at_once
     #: Themis: how bids value bundles ("paper" or "remaining").
     valuation: str = PolicyOptions.valuation
+    #: Themis, ftf-oracle: the definition of rho's ideal time ("paper" or "slice").
+    ideal_time: str = PolicyOptions.ideal_time
     #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
     gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
@@ -106,6 +108,7 @@ class RunConfig:
             renew_within_share=self.renew_within_share,
             gang_at_once=self.gang_at_once,
             valuation=self.valuation,
+            ideal_time=self.ideal_time,
             gavel_resolve=self.gavel_resolve,
             tiresias_thresholds=self.tiresias_queues,
             tiresias_promote_knob=self.tiresias_promote_knob,
@@ -160,6 +163,10 @@ class RunConfig:
         if self.valuation != PolicyOptions.valuation:
             # Only when set: runs with the paper's valuation keep the summaries they had.
             out["valuation"] = self.valuation
+        if self.ideal_time != PolicyOptions.ideal_time:
+            # Only when set: runs with the paper's ideal time keep the configs they had
+            # (the summary's own ``ideal_time`` says which one its headline rho uses).
+            out["ideal_time"] = self.ideal_time
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
@@ -408,6 +415,7 @@ def make_config(
         "renew_within_share": policy.renew_within_share,
         "gang_at_once": policy.gang_at_once,
         "valuation": policy.valuation,
+        "ideal_time": policy.ideal_time,
         "gavel_resolve": policy.gavel_resolve,
         "tiresias_queues": policy.tiresias_thresholds,
         "tiresias_promote_knob": policy.tiresias_promote_knob,

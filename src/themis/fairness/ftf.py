@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 
+from themis.fairness.ideal import PAPER, ideal_time
 from themis.model.cluster import SetShape
 from themis.model.profiles import ModelProfile
-from themis.model.state import GangWork
+from themis.model.state import AppState, GangWork
 
 #: rho of an app that cannot run at all on the GPUs considered. Finite so that the auction's
 #: proportional-fair objective stays defined: an app that gets nothing scores log(RHO_MAX).
@@ -173,12 +174,30 @@ def t_cluster(
 def rho(
     now: float, arrival: float, remaining_time: float, t_cluster_s: float, n_avg: float
 ) -> float:
-    """rho = T_sh / T_id, capped at RHO_MAX."""
+    """rho = T_sh / T_id with the paper's ``T_id = T_cluster * N``, capped at RHO_MAX."""
+    return rho_over(now, arrival, remaining_time, t_cluster_s * n_avg)
+
+
+def rho_over(now: float, arrival: float, remaining_time: float, t_id: float) -> float:
+    """rho = T_sh / T_id for an ideal time ``t_id`` of either definition
+    (``app_ideal_time``), capped at RHO_MAX."""
     t_sh = (now - arrival) + remaining_time
-    t_id = t_cluster_s * n_avg
     if t_id <= 0:
         return 1.0 if t_sh <= 0 else RHO_MAX
     return min(t_sh / t_id, RHO_MAX)
+
+
+def app_ideal_time(definition: str, app: AppState, cluster: SetShape, n: float) -> float:
+    """The app's ``T_id`` among ``n`` apps by ``definition`` (``fairness/ideal.py``), from
+    what it declared at arrival: ``app.t_cluster`` and, for a slice, its declared work,
+    built once per app (``AppState.ideal_work``) from the same jobs ``T_cluster`` was."""
+    if definition == PAPER:
+        return app.t_cluster * n
+    work = app.ideal_work
+    if work is None:
+        fresh = AppState(app.spec, app.profile, 0.0).remaining_by_gang(app.arrival)
+        work = app.ideal_work = RemainingWork(app.profile, fresh)
+    return ideal_time(definition, app.t_cluster, work, cluster, n)
 
 
 def starving_rho(
@@ -187,8 +206,7 @@ def starving_rho(
     work: RemainingWork,
     cluster: SetShape,
     active_apps: int,
-    t_cluster_s: float,
-    n_avg: float,
+    t_id: float,
 ) -> float:
     """A finite rho for an app that cannot run on what it holds (T_sh is infinite).
 
@@ -196,9 +214,10 @@ def starving_rho(
     cluster (N: the apps active now). The wait so far counts in full, so the value grows
     with the wait: the longer an app has starved, the worse it ranks and the more a win is
     worth to it, and two starving apps are told apart by how long they waited and how much
-    they have left, never tied at one constant."""
+    they have left, never tied at one constant. ``t_id``: the app's ideal time
+    (``app_ideal_time``)."""
     share = cluster.count / max(active_apps, 1)
-    return rho(now, arrival, work.time_on_share(share, cluster), t_cluster_s, n_avg)
+    return rho_over(now, arrival, work.time_on_share(share, cluster), t_id)
 
 
 def verified_rho(
@@ -208,21 +227,32 @@ def verified_rho(
     done_by_gang: dict[int, GangWork],
     cluster: SetShape,
     n_avg: float,
+    definition: str = PAPER,
 ) -> float:
     """rho of the work done so far: the time since arrival over the fair time of the
-    iterations the app has made (alone on the cluster, times N), as Gavel's
-    finish-time-fairness program counts it. Only what the arbiter observes goes in (its
-    progress and its model's speed), never what the app declares, so a lie about its
-    work cannot move it. RHO_MAX for an app that has made nothing yet."""
-    return capped_rho(now - arrival, made_fair_time(profile, done_by_gang, cluster, n_avg))
+    iterations the app has made (their ideal time by ``definition``: alone on the cluster
+    times N, the paper's), as Gavel's finish-time-fairness program counts it. Only what
+    the arbiter observes goes in (its progress and its model's speed), never what the app
+    declares, so a lie about its work cannot move it. RHO_MAX for an app that has made
+    nothing yet."""
+    fair = made_fair_time(profile, done_by_gang, cluster, n_avg, definition)
+    return capped_rho(now - arrival, fair)
 
 
 def made_fair_time(
-    profile: ModelProfile, done_by_gang: dict[int, GangWork], cluster: SetShape, n_avg: float
+    profile: ModelProfile,
+    done_by_gang: dict[int, GangWork],
+    cluster: SetShape,
+    n_avg: float,
+    definition: str = PAPER,
 ) -> float:
-    """The fair time of the iterations an app has made: alone on the cluster, times N
-    (``verified_rho``'s denominator; summed over apps, a pooled one)."""
-    return t_cluster(profile, done_by_gang, cluster) * n_avg
+    """The fair time of the iterations an app has made: their ideal time among N apps by
+    ``definition`` (the paper's: alone on the cluster, times N; ``verified_rho``'s
+    denominator; summed over apps, a pooled one)."""
+    if definition == PAPER:
+        return t_cluster(profile, done_by_gang, cluster) * n_avg
+    work = RemainingWork(profile, done_by_gang)
+    return ideal_time(definition, work.time_on(cluster), work, cluster, n_avg)
 
 
 def capped_rho(elapsed: float, fair: float) -> float:
@@ -237,3 +267,11 @@ def posthoc_rho(arrival: float, finish: float, t_cluster_s: float, n_avg: float)
     if t_cluster_s <= 0:
         return 1.0
     return (finish - arrival) / (t_cluster_s * n_avg)
+
+
+def posthoc_rho_over(arrival: float, finish: float, t_id: float) -> float:
+    """The report's rho for an ideal time ``t_id`` of either definition (1 for an app
+    with no work at all)."""
+    if t_id <= 0:
+        return 1.0
+    return (finish - arrival) / t_id

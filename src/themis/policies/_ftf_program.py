@@ -53,7 +53,8 @@ SHARE_TOL = 1e-9
 class AppLoad:
     """What the program knows about one app, in seconds and GPUs.
 
-    ``ideal`` is ``T_id = T_cluster * N_avg``, the denominator of rho. ``work`` is
+    ``ideal`` is ``T_id``, the denominator of rho (``T_cluster * N_avg``, or the private
+    slice's time: ``--ideal-time``, ``fairness/ideal.py``). ``work`` is
     remaining GPU-seconds and ``longest`` the longest job's remaining seconds on its gang,
     both with every job at its best placement on the cluster (placement-unaware, as Gavel's
     throughput model and Themis's ``T_cluster``).

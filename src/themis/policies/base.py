@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.auction.budget import DEFAULT_NODE_LIMIT
+from themis.fairness.ideal import PAPER
 from themis.mechanism.books import ViewBooks
 from themis.mechanism.diff import as_schedule
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
@@ -77,6 +78,11 @@ class PolicyOptions:
     #: bundle, elapsed time included) or "remaining" (the app's remaining time with
     #: nothing over its remaining time with the bundle). See docs/knowledge.md.
     valuation: str = "paper"
+    #: Themis, ftf-oracle: the definition of the ideal time T_id that rho divides by, in
+    #: the policy's decisions and the run's headline rho: "paper" (T_cluster * N_avg) or
+    #: "slice" (the app's time on a private G / N_avg GPUs, capped by its demand).
+    #: ``fairness/ideal.py``; docs/metrics.md, "Two ideal times".
+    ideal_time: str = PAPER
     #: gavel, gavel-mmf: when the allocation is solved again, as Gavel's ``simulator`` does
     #: (with the counters' reset, at most every 1920 s) or its ``cluster`` scheduler (at
     #: every arrival and completion). See docs/policies/gavel.md.

@@ -22,6 +22,7 @@ differs from Gavel and from Themis.
 from __future__ import annotations
 
 from themis.agent.app_scheduler import order_measure
+from themis.fairness.ftf import app_ideal_time
 from themis.model.cluster import Cluster
 from themis.model.placement import Packer
 from themis.model.state import AppState, JobState
@@ -168,7 +169,7 @@ class FtfOraclePolicy(Policy):
                 app.remaining_by_gang(now),
                 view.cluster.shape,
                 now - app.arrival,
-                app.t_cluster * n_avg,
+                app_ideal_time(self.options.ideal_time, app, view.cluster.shape, n_avg),
             )
             if load is not None:
                 loads.append(load)

@@ -21,6 +21,7 @@ from typing import Any
 
 from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.errors import ThemisError
+from themis.fairness.ideal import IDEAL_TIMES
 
 #: gavel, gavel-mmf: when the allocation is solved again (``--gavel-resolve``).
 GAVEL_RESOLVE = ("simulator", "cluster")
@@ -194,6 +195,14 @@ KNOBS: tuple[Knob, ...] = (
         "Themis: a bid values a bundle by the app's rho with it (paper) or by its remaining "
         "time with it (remaining: declaring more or less work changes nothing).",
         str, _one_of(VALUATIONS), choices=VALUATIONS,
+    ),
+    Knob(
+        "ideal_time", "--ideal-time",
+        "Themis, ftf-oracle: the ideal time rho divides by, in the policy's ranking, bids "
+        "and shares and in the run's headline rho: the paper's (T_cluster x N_avg: alone "
+        "on the cluster, N_avg times slower) or a private slice (the app's time on "
+        "G/N_avg GPUs, capped by its demand; docs/metrics.md). The report shows both.",
+        str, _one_of(IDEAL_TIMES), choices=IDEAL_TIMES,
     ),
     Knob(
         "auction_node_limit", "--auction-node-limit",

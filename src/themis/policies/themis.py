@@ -61,6 +61,7 @@ class ThemisPolicy(Policy):
                 self.options.valuation,
                 self.renews_within_share,
                 self.options.gang_at_once,
+                self.options.ideal_time,
             )
         return self._arbiter
 

@@ -1,8 +1,10 @@
 """A run's output files: ``summary.json``, ``apps.csv`` and ``allocations.csv``.
 
 Floats are written at full precision (``repr``, which round-trips), so that every derived
-column can be recomputed exactly from the others: ``rho`` in ``apps.csv`` equals
-``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)`` bit for bit. JSON has no infinity:
+column can be recomputed exactly from the others: ``rho_paper`` in ``apps.csv`` equals
+``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)`` bit for bit, ``rho_slice`` equals
+``(finish_s - arrival_s) / t_slice_s``, and ``rho`` is the one of the run's ideal time
+(``summary.json``'s ``ideal_time``). JSON has no infinity:
 a non-finite number (the offered load of apps that all arrive at once) is written as
 ``null``. Column and key meanings: ``docs/metrics.md``.
 """
@@ -30,7 +32,9 @@ COMPARISON_FILE = "comparison.json"
 RECORD_FILE = "themis-record.json"
 
 #: The first seven are the fairness arithmetic; ``model``, ``gangs`` and ``wait_s`` come
-#: last so that readers of the older seven-column file keep working.
+#: after them, then both ideal times' figures (``t_slice_s``, ``rho_paper``, ``rho_slice``)
+#: and whether the app shared the cluster (``shared``, 1 or 0), so that readers of the
+#: older files keep working.
 APPS_COLUMNS = (
     "app_id",
     "arrival_s",
@@ -42,6 +46,10 @@ APPS_COLUMNS = (
     "model",
     "gangs",
     "wait_s",
+    "t_slice_s",
+    "rho_paper",
+    "rho_slice",
+    "shared",
 )
 ALLOCATIONS_COLUMNS = ("start_s", "end_s", "app_id", "job_id", "gpus")
 
@@ -131,6 +139,10 @@ def write_apps_rows(writer: Any, rows: Iterable[AppRow]) -> None:
                 r.model,
                 r.gangs,
                 _float(r.wait_s),
+                _float(r.t_slice_s),
+                _float(r.rho_paper),
+                _float(r.rho_slice),
+                int(r.shared),
             ]
         )
 

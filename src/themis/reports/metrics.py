@@ -10,20 +10,28 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from themis.fairness.ftf import posthoc_rho, t_cluster
-from themis.model.state import GangWork
+from themis.fairness.ftf import RemainingWork, posthoc_rho, posthoc_rho_over, t_cluster
+from themis.fairness.ideal import PAPER, SLICE, ideal_time
+from themis.model.state import AppState, GangWork
+from themis.model.workload import AppSpec
 from themis.simulator.engine import SimulationResult
 
 
 @dataclass(frozen=True)
 class AppRow:
-    """One app's outcome; ``rho`` is ``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)``.
+    """One app's outcome; ``rho`` is its rho by the run's ideal time: ``rho_paper``
+    (``posthoc_rho(arrival_s, finish_s, t_cluster_s, n_avg)``) or ``rho_slice``
+    (``completion_s / t_slice_s``), docs/metrics.md, "Two ideal times".
 
     ``model``, ``gangs`` and ``wait_s`` are what a user reads when an app's rho is bad:
     which model it trains, how big its gangs are (``gang_text``), and how long it waited
-    from arrival to its first GPU.
+    from arrival to its first GPU. ``t_slice_s`` is its time on a private slice of
+    ``G / n_avg`` GPUs (the slice's ideal time), and ``shared`` whether another app was
+    active at some moment between its arrival and its finish (an app that ran alone has
+    ``N_avg`` 1: by either definition its time over ``T_cluster``).
+    NaN for rows saved before these columns existed.
     """
 
     app_id: str
@@ -36,6 +44,10 @@ class AppRow:
     model: str = ""
     gangs: str = ""
     wait_s: float = 0.0
+    t_slice_s: float = math.nan
+    rho_paper: float = math.nan
+    rho_slice: float = math.nan
+    shared: bool = True
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,24 @@ class RunSummary:
     #: the optimum's product of utilities is at most exp(gap) times the one granted).
     auctions_limited: int = 0
     auction_gap_max: float = 0.0
+
+    #: Which ideal time the rho figures above divide by ("paper" or "slice": the policy's
+    #: ``--ideal-time``), and the tail that does not saturate: the max rho over the apps
+    #: that shared the cluster (``AppRow.shared``; 0 when every app ran alone), and how
+    #: many did.
+    ideal_time: str = PAPER
+    max_rho_shared: float = 0.0
+    apps_shared: int = 0
+    #: Both definitions' figures whichever drove the run (NaN in summaries saved before
+    #: they existed): max rho, p99, the share of apps above 1, max over shared apps.
+    max_rho_paper: float = math.nan
+    rho_p99_paper: float = math.nan
+    share_rho_over_1_paper: float = math.nan
+    max_rho_shared_paper: float = math.nan
+    max_rho_slice: float = math.nan
+    rho_p99_slice: float = math.nan
+    share_rho_over_1_slice: float = math.nan
+    max_rho_shared_slice: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -142,13 +172,24 @@ def app_rows(result: SimulationResult) -> list[AppRow]:
     """One row per app, in the order the simulator admitted them (arrival order)."""
     first = first_gpu_times(result)
     rows = []
+    shape = result.cluster.shape
+    spans = []
     for app in result.apps:
         if app.finish is None:
             raise AssertionError(f"app {app.app_id} has no finish time in a finished run")
+        spans.append((app.arrival, app.finish))
+    shared = shared_cluster(spans)
+    truth = {a.app_id: a for a in result.workload.apps}
+    for app, was_shared in zip(result.apps, shared, strict=True):
+        assert app.finish is not None
         n_avg = result.n_avg[app.app_id]
         spec = app.spec
         # An app that never held a GPU (no work) waited until it finished.
         started = first.get(app.app_id, app.finish)
+        work = true_work(result, app, truth.get(app.app_id))
+        t_slice = ideal_time(SLICE, app.t_cluster, work, shape, n_avg)
+        rho_paper = posthoc_rho(app.arrival, app.finish, app.t_cluster, n_avg)
+        rho_slice = posthoc_rho_over(app.arrival, app.finish, t_slice)
         rows.append(
             AppRow(
                 app.app_id,
@@ -157,13 +198,55 @@ def app_rows(result: SimulationResult) -> list[AppRow]:
                 app.finish - app.arrival,
                 app.t_cluster,
                 n_avg,
-                posthoc_rho(app.arrival, app.finish, app.t_cluster, n_avg),
+                rho_paper if result.ideal_time == PAPER else rho_slice,
                 spec.model,
                 gang_text([j.gang for j in spec.jobs]),
                 started - app.arrival,
+                t_slice,
+                rho_paper,
+                rho_slice,
+                was_shared,
             )
         )
     return rows
+
+
+def true_work(result: SimulationResult, app: AppState, spec: AppSpec | None) -> RemainingWork:
+    """The work the app really did, ready to time: its true jobs (those of the workload,
+    not what it declared) at the iterations they really ran (``work_done``: a search's
+    trials stopped at a rung count to the rung), on its model's true profile. The same
+    work the simulator's final ``T_cluster`` is of (``engine._t_cluster_of``), so the
+    slice's ideal time and the paper's are of one amount of work. ``spec``: the app's in
+    the workload (None for a part of an app that split itself)."""
+    if spec is None or len(spec.jobs) != len(app.jobs):
+        spec = app.spec  # a part of an app that split itself: its parts' own jobs
+    did = tuple(
+        replace(job, work=result.work_done.get((app.app_id, state.job_id), job.work))
+        for job, state in zip(spec.jobs, app.jobs, strict=True)
+    )
+    profile = result.workload.profiles[spec.model]
+    fresh = AppState(replace(spec, jobs=did), profile, 0.0).remaining_by_gang(app.arrival)
+    return RemainingWork(profile, fresh)
+
+
+def shared_cluster(spans: Sequence[tuple[float, float]]) -> list[bool]:
+    """Per (arrival, finish): whether another app was active at some moment strictly
+    between them (its own span overlaps), in the order given.
+
+    An app that ran alone from arrival to finish has ``N_avg`` 1 and rho 1 under any
+    policy that runs it as ``T_cluster``'s estimate assumes, so the max rho of a run
+    saturates at 1 wherever such an app is the worst; the max over the others does not.
+    An app with no work (finished at its arrival) shares nothing and counts for no one."""
+    order = sorted(range(len(spans)), key=lambda k: spans[k][0])
+    live = [k for k in order if spans[k][1] > spans[k][0]]
+    out = [False] * len(spans)
+    latest = -math.inf  # the latest finish of the live apps before in arrival order
+    for pos, k in enumerate(live):
+        arrival, finish = spans[k]
+        after = live[pos + 1] if pos + 1 < len(live) else None
+        out[k] = latest > arrival or (after is not None and spans[after][0] < finish)
+        latest = max(latest, finish)
+    return out
 
 
 def isolated_time(result: SimulationResult, model: str, gang: int, work: float) -> float:
@@ -282,6 +365,11 @@ def summarize(
     if not rows:
         raise ValueError("a run with no apps has no summary")
     rhos = [r.rho for r in rows]
+    shared_rhos = [r.rho for r in rows if r.shared]
+    tails = {
+        name: rho_tail([getattr(r, f"rho_{name}") for r in rows], [r.shared for r in rows])
+        for name in (PAPER, SLICE)
+    }
     completions = [r.completion_s for r in rows]
     makespan = max(r.finish_s for r in rows) - min(r.arrival_s for r in rows)
     gpu_seconds = 0.0
@@ -330,4 +418,26 @@ def summarize(
         jobs_by_gang={g: job_figures(by_gang[g]) for g in sorted(by_gang)},
         auctions_limited=int(result.policy_report.get("auctions_limited", 0)),
         auction_gap_max=result.policy_report.get("auction_gap_max", 0.0),
+        ideal_time=result.ideal_time,
+        max_rho_shared=max(shared_rhos, default=0.0),
+        apps_shared=len(shared_rhos),
+        max_rho_paper=tails[PAPER][0],
+        rho_p99_paper=tails[PAPER][1],
+        share_rho_over_1_paper=tails[PAPER][2],
+        max_rho_shared_paper=tails[PAPER][3],
+        max_rho_slice=tails[SLICE][0],
+        rho_p99_slice=tails[SLICE][1],
+        share_rho_over_1_slice=tails[SLICE][2],
+        max_rho_shared_slice=tails[SLICE][3],
+    )
+
+
+def rho_tail(rhos: Sequence[float], shared: Sequence[bool]) -> tuple[float, float, float, float]:
+    """Of one definition's rhos (at least one): the max, the p99, the share above 1, and
+    the max over the apps that shared the cluster (0 when none did)."""
+    return (
+        max(rhos),
+        percentile(rhos, 99),
+        sum(1 for r in rhos if r > 1.0) / len(rhos),
+        max((r for r, s in zip(rhos, shared, strict=True) if s), default=0.0),
     )

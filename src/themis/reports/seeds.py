@@ -57,6 +57,7 @@ SEED_METRICS: tuple[SeedMetric, ...] = (
     SeedMetric("rho_p90", "rho p90", show_ratio),
     SeedMetric("rho_p99", "rho p99", show_ratio),
     SeedMetric("share_rho_over_1", "rho>1 %", lambda v: f"{100 * v:.1f}"),
+    SeedMetric("max_rho_shared", "max rho shared", show_ratio),
     SeedMetric("mean_completion_s", "mean compl. h", lambda v: f"{v / 3600:,.1f}"),
     SeedMetric("gpu_hours", "GPU-h", lambda v: f"{v:,.0f}"),
     SeedMetric("utilization", "util. %", lambda v: f"{100 * v:.1f}"),

@@ -39,6 +39,11 @@ ROWS: tuple[tuple[str, Callable[[RunSummary], str]], ...] = (
         lambda s: f"{show_ratio(s.rho_p50)} / {show_ratio(s.rho_p90)} / {show_ratio(s.rho_p99)}",
     ),
     ("apps with rho > 1", lambda s: f"{s.apps_rho_over_1:,} ({show_percent(s.share_rho_over_1)})"),
+    ("max rho, apps that shared", lambda s: show_ratio(s.max_rho_shared)),
+    (
+        "max rho paper / slice",
+        lambda s: f"{show_ratio(s.max_rho_paper)} / {show_ratio(s.max_rho_slice)}",
+    ),
     (
         "job wait p50 / p99 / max",
         lambda s: " / ".join(

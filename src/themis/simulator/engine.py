@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from themis.errors import ThemisError
 from themis.fairness.ftf import t_cluster
+from themis.fairness.ideal import PAPER
 from themis.fairness.shares import FairShares
 from themis.mechanism.checks import check_changes, check_moves
 from themis.mechanism.diff import stopping
@@ -152,6 +153,9 @@ class SimulationResult:
     #: The policy's own figures (``Policy.report``: e.g. Themis's auctions that hit their
     #: limits).
     policy_report: dict[str, float] = field(default_factory=dict)
+    #: The definition of rho's ideal time the policy ran with (``PolicyOptions.ideal_time``):
+    #: the report's headline rho uses it, and shows the other beside it.
+    ideal_time: str = PAPER
 
 
 class Simulator:
@@ -281,6 +285,7 @@ class Simulator:
             held_idle=self.policy.held_idle(),
             work_done=self._work_done(),
             policy_report=self.policy.report(),
+            ideal_time=self.policy.options.ideal_time,
         )
 
     def _work_done(self) -> dict[tuple[str, str], float]:

@@ -112,7 +112,14 @@ class ArbiterService:
         voided = store.void_leases()
         self.book = AppBook.rebuild(store, self.now())
         self.trials = Trials(
-            store, self.book, self.jobs, self.clocks, self.current, self.metrics, self.rho_history
+            store,
+            self.book,
+            self.jobs,
+            self.clocks,
+            self.current,
+            self.metrics,
+            self.rho_history,
+            self.policy.options.ideal_time,
         )
         self.tracking = InventoryTracking(
             nodes, self.current, store, self.book, self.jobs, self.trials, self.metrics, options

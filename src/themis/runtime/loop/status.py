@@ -48,6 +48,8 @@ class StatusReporting:
         self.metrics = metrics
         self.rho_history = rho_history
         self.options = options
+        #: The definition of the ideal time of the rho shown (the policy's).
+        self.ideal = options.policy_options().ideal_time
         self.epoch = epoch
         self.started_wall = time.time()
         self.heartbeat = time.time()
@@ -88,7 +90,8 @@ class StatusReporting:
         free = len(cluster.gpus) - len({g for a in active for g in a.held()} | reserved)
         for app in active:
             held = app.held()
-            rho = Agent(app, cluster).rho_with(now, self.book.n_avg(app, now), held)
+            agent = Agent(app, cluster, ideal=self.ideal)
+            rho = agent.rho_with(now, self.book.n_avg(app, now), held)
             live = self.book.apps[app.app_id]
             idle = [j for j in app.jobs if not j.gpus and j.finished_at is None]
             waiting += len(idle)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 
-from themis.fairness.ftf import posthoc_rho
+from themis.fairness.ftf import app_ideal_time, posthoc_rho_over
+from themis.fairness.ideal import PAPER
 from themis.model.state import JobState
 from themis.runtime.loop.current_inventory import CurrentInventory
 from themis.runtime.loop.history import RhoHistory
@@ -33,6 +34,7 @@ class Trials:
         current: CurrentInventory,
         metrics: ArbiterMetrics,
         rho_history: RhoHistory,
+        ideal: str = PAPER,
     ) -> None:
         self.store = store
         self.book = book
@@ -41,6 +43,9 @@ class Trials:
         self.current = current
         self.metrics = metrics
         self.rho_history = rho_history
+        #: The definition of the ideal time of the rho recorded when an app ends (the
+        #: policy's ``ideal_time``).
+        self.ideal = ideal
 
     def start_job(self, job: JobState, gpus: tuple[int, ...], now: float) -> None:
         """Grant ``gpus`` to a trial; its job launches once they are really free."""
@@ -125,7 +130,14 @@ class Trials:
         else:
             reason = state
         n_avg = self.book.retire(app, now)
-        rho = posthoc_rho(app.arrival, now, app.t_cluster, n_avg)
+        cluster = self.current.cluster
+        shape = cluster.shape if cluster is not None else None
+        if shape is None or self.ideal == PAPER:
+            # the paper's; a slice needs the cluster, unknown only before the first inventory
+            t_id = app.t_cluster * n_avg
+        else:
+            t_id = app_ideal_time(self.ideal, app, shape, n_avg)
+        rho = posthoc_rho_over(app.arrival, now, t_id)
         self.store.update_app(
             app.app_id,
             state=state,
