@@ -44,6 +44,9 @@ def test_racks_from_labels_or_resources_and_stable_ids() -> None:
     assert cluster.span([4, 6]) is Span.RACK
     assert cluster.span([0, 4]) is Span.CLUSTER
     assert inv.per_node([0, 4, 5]) == [("aaaa", 2), ("bbbb", 1)]
+    # GPUs are named by rack, machine index and slot, as the dashboard names machines
+    # (m0, m1, ...), not by a prefix of Ray's node id.
+    assert [g.name for g in cluster.gpus][::2] == ["r0/m0/g0", "r0/m0/g2", "r1/m1/g0", "r1/m2/g0"]
     # Same nodes in another order: same ids.
     assert read_inventory(list(reversed(nodes))).slots == inv.slots
 

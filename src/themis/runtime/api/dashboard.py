@@ -198,7 +198,7 @@ def cluster_for(
     }
 
 
-_MACHINE_FIELDS = ("node_id", "rack", "gpu_type", "address")
+_MACHINE_FIELDS = ("name", "node_id", "rack", "gpu_type", "address")
 
 
 def _gpu(

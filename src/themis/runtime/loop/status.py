@@ -147,13 +147,16 @@ class StatusReporting:
             "epoch": self.epoch,
             "machines": [
                 {
+                    # m0, m1, ...: the scheduler's machine index, as GPU names say it
+                    # (a Ray node id's prefix told a user nothing).
+                    "name": f"m{k}",
                     "node_id": node.node_id,
                     "rack": node.rack,
                     "gpus": node.gpus,
                     "gpu_type": node.gpu_type,
                     "address": node.address,
                 }
-                for node in inventory.nodes
+                for k, node in enumerate(inventory.nodes)
             ],
             "rho": self.rho_history.series(),
             "draining": draining,

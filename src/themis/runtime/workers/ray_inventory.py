@@ -94,7 +94,7 @@ def read_inventory(nodes: Sequence[Mapping[str, Any]]) -> Inventory:
     slots: list[Slot] = []
     for machine, info in enumerate(infos):
         for slot in range(info.gpus):
-            name = f"{info.rack}/{info.node_id[:8]}/g{slot}"
+            name = f"{info.rack}/m{machine}/g{slot}"
             gpu_type = info.gpu_type or ("unknown" if typed else None)
             gpus.append(Gpu(len(gpus), name, machine, rack_index[info.rack], gpu_type))
             slots.append((info.node_id, slot))

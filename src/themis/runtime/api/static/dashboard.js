@@ -141,11 +141,13 @@
       byRack[rack].forEach(function (m) {
         var machine = el("div", null, "machine");
         machine.setAttribute("data-node", m.node_id);
-        var title = "machine " + m.node_id.slice(0, 8);
+        var title = "machine " + (m.name || m.node_id.slice(0, 8));
         if (m.address) { title += " · " + m.address; }
         if (m.gpu_type) { title += " · " + m.gpu_type; }
         title += " · " + m.gpus.length + " GPUs";
-        machine.appendChild(el("h4", title));
+        var heading = el("h4", title);
+        heading.title = "Ray node " + m.node_id;
+        machine.appendChild(heading);
         var list = el("ol", null, "gpus");
         m.gpus.forEach(function (g) {
           total += 1;
