@@ -69,13 +69,8 @@ class GreedyRhoPolicy(Policy):
         share: dict[AppState, int] = {}
         pool = list(apps)  # arrival order: PCS's stable sort keeps it among equal rho
         while left > 0 and pool:
-
-            def rho(app: AppState) -> float:
-                remaining, fair = state[app]
-                given = min(left, app.demand())
-                return (now - app.arrival + remaining / given) / fair
-
-            best = max(pool, key=rho)  # the first of equal maxima, as PCS's sort
+            # the first of equal maxima, as PCS's stable sort takes it
+            best = max(pool, key=lambda app, cap=left: _rho(app, now, cap, state[app]))
             share[best] = min(left, best.demand())
             left -= share[best]
             pool.remove(best)
@@ -92,6 +87,13 @@ class GreedyRhoPolicy(Policy):
         for job in starting:
             schedule[job] = Assignment((next(free),), until)
         return schedule
+
+
+def _rho(app: AppState, now: float, cap: int, state: tuple[float, float]) -> float:
+    """PCS's rho of ``app`` given ``min(cap, demand)`` GPUs: (elapsed + remaining time on
+    them) / fair time; ``state`` is (remaining GPU-seconds, fair time)."""
+    remaining, fair = state
+    return (now - app.arrival + remaining / min(cap, app.demand())) / fair
 
 
 def main() -> None:
