@@ -43,11 +43,19 @@ class GreedyRhoPolicy(Policy):
     name = "pcs-greedy"
     description = "PCS's Themis rule: greedy by rho over apps at every event"
 
-    def __init__(self, options: PolicyOptions, fair: str) -> None:
+    def __init__(
+        self, options: PolicyOptions, fair: str, leases: bool = False, at_held: bool = False
+    ) -> None:
         super().__init__(options)
+        #: Whether rho is taken with the GPUs the app holds now (as Themis ranks: an app
+        #: holding none is worst off, ties by arrival) instead of with those it would get.
+        self.at_held = at_held
         if fair not in ("pcs", "paper"):
             raise ValueError(f"fair time 'pcs' or 'paper', not {fair!r}")
         self.fair = fair
+        #: Whether a running job keeps its GPUs until its grant (600 s) ends, as under
+        #: Themis's leases, instead of competing at every arrival and job end.
+        self.leases = leases
 
     def _fair_time(self, app: AppState, gpus: int, n: float) -> float:
         tpi = app.profile.time_per_iteration
@@ -65,20 +73,30 @@ class GreedyRhoPolicy(Policy):
             tpi = app.profile.time_per_iteration
             remaining = sum(j.remaining_at(now) for j in app.live_jobs()) * tpi
             state[app] = (remaining, self._fair_time(app, gpus, view.n_avg(app)))
-        left = gpus
+        schedule: Schedule = {}
+        leased: dict[AppState, int] = {}
+        if self.leases:
+            for job in view.running():
+                if job.until is not None and not view.ending(job):
+                    schedule[job] = Assignment(job.gpus, job.until)
+                    leased[job.app] = leased.get(job.app, 0) + job.gang
+        left = gpus - sum(leased.values())
         share: dict[AppState, int] = {}
-        pool = list(apps)  # arrival order: PCS's stable sort keeps it among equal rho
+        # arrival order: PCS's stable sort keeps it among equal rho
+        pool = [a for a in apps if a.demand() > leased.get(a, 0)]
         while left > 0 and pool:
             # the first of equal maxima, as PCS's stable sort takes it
-            best = max(pool, key=lambda app, cap=left: _rho(app, now, cap, state[app]))
-            share[best] = min(left, best.demand())
+            if self.at_held:
+                best = max(pool, key=lambda app: _rho_held(app, now, state[app]))
+            else:
+                best = max(pool, key=lambda app, cap=left: _rho(app, now, cap, state[app]))
+            share[best] = min(left, best.demand() - leased.get(best, 0))
             left -= share[best]
             pool.remove(best)
         until = now + QUANTUM
-        schedule: Schedule = {}
         starting: list[JobState] = []
         for app, count in share.items():
-            running = app.running_jobs()
+            running = [j for j in app.running_jobs() if j not in schedule]
             for job in running[:count]:
                 schedule[job] = Assignment(job.gpus, until)
             starting.extend(app.idle_jobs()[: max(0, count - len(running))])
@@ -96,11 +114,26 @@ def _rho(app: AppState, now: float, cap: int, state: tuple[float, float]) -> flo
     return (now - app.arrival + remaining / min(cap, app.demand())) / fair
 
 
+def _rho_held(app: AppState, now: float, state: tuple[float, float]) -> float:
+    """Rho with the GPUs ``app`` holds now; infinite when it holds none."""
+    held = len(app.held())
+    if held == 0:
+        return float("inf")
+    remaining, fair = state
+    return (now - app.arrival + remaining / held) / fair
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace", help="a PCS trace of 1-GPU trials (a tests/fixtures/pcs slice)")
     parser.add_argument("--gpus", type=int, choices=sorted(CLUSTERS), default=64)
     parser.add_argument("--fair", choices=("pcs", "paper"), action="append")
+    parser.add_argument(
+        "--leases", action="store_true", help="running jobs keep their GPUs for 600 s"
+    )
+    parser.add_argument(
+        "--at-held", action="store_true", help="rho with the GPUs held now, as Themis ranks"
+    )
     args = parser.parse_args()
     workload = load_workload(args.trace)
     for fair in args.fair or ["pcs", "paper"]:
@@ -108,11 +141,13 @@ def main() -> None:
         result = simulate(
             workload,
             Cluster.from_spec(CLUSTERS[args.gpus]),
-            GreedyRhoPolicy(PolicyOptions(), fair),
+            GreedyRhoPolicy(PolicyOptions(), fair, args.leases, args.at_held),
         )
         mean = statistics.fmean(float(a.finish or 0.0) - a.arrival for a in result.apps)
         print(
-            f"{args.trace} {args.gpus} GPUs, greedy with the {fair} fair time: mean JCT "
+            f"{args.trace} {args.gpus} GPUs, greedy with the {fair} fair time"
+            f"{', 600 s leases' if args.leases else ''}"
+            f"{', rho at the GPUs held' if args.at_held else ''}: mean JCT "
             f"{mean / 3600:.1f} h ({time.process_time() - start:.0f} s CPU)"
         )
 
