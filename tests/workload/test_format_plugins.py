@@ -36,6 +36,10 @@ def install(site: Path, name: str, entries: dict[str, str], monkeypatch) -> None
     monkeypatch.syspath_prepend(str(EXAMPLE / "src"))
 
 
+#: The built-in formats, in their registry order (plug-ins come after them).
+BUILTINS = ["themis", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios", "pcs"]
+
+
 @pytest.fixture
 def fresh_formats():
     """The registry as before any format was loaded; afterwards as before the test."""
@@ -53,8 +57,8 @@ def example_entries() -> dict[str, str]:
 def test_the_example_format_is_detected_read_and_accounted(tmp_path, monkeypatch, fresh_formats):
     install(tmp_path / "site", "themis_sacct", example_entries(), monkeypatch)
     names = format_names()
-    assert names[:7] == ["themis", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios"]
-    assert names[7:] == ["sacct"]
+    assert names[:8] == BUILTINS
+    assert names[8:] == ["sacct"]
     trace = tmp_path / "jobs.txt"  # no telling suffix: told by its header
     trace.write_text(SACCT)
     assert detect_format(trace, str(trace)).name == "sacct"
@@ -99,7 +103,7 @@ def test_a_bad_plugin_is_skipped_with_one_warning_naming_it(
     with pytest.warns(formats.FormatPluginWarning, match=f"trace format plugin '{name}'") as caught:
         names = format_names()
     assert len(caught) == 1 and message in str(caught[0].message)
-    assert names[:7] == ["themis", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios"]
+    assert names[:8] == BUILTINS
     if name != "gavel":  # asking for it by name: its own reason
         with pytest.raises(ThemisError, match=f"trace format plugin '{name}'.*{message}"):
             parse_format(name)

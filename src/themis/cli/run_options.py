@@ -233,7 +233,7 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             metavar="NAME|PATH|generate:K=V,...",
             help="A bundled trace by name, or a trace file of any format themis reads "
-            "(themis, HyperDrive, Philly, Gavel, Tiresias, PAI, Helios; docs/traces.md), "
+            "(themis, HyperDrive, Philly, Gavel, Tiresias, PAI, Helios, PCS; docs/traces.md), "
             "or a workload generated per seed: generate:jobs=1500,load=1.5 (keys jobs, "
             "load, min_trials, max_trials of 'themis trace generate').",
         ),

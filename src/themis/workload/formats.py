@@ -19,7 +19,8 @@ every registered claim by rank (``plugin.py``), which for the built-ins gives
 - text starting with ``[``: Philly ``cluster_job_log``;
 - ``.trace``, or a first line with tabs: Gavel;
 - a CSV header: ``experiment-id`` is HyperDrive, ``num_gpu``/``model_name`` Tiresias,
-  ``gpu_num``/``node_num`` Helios, ``job_name``/``inst_id`` PAI.
+  ``gpu_num``/``node_num`` Helios, ``job_name``/``inst_id`` PAI, ``service``/``num_jobs``/
+  ``sleep_time`` PCS.
 
 Anything else is refused with a request for ``--format``.
 """
@@ -50,12 +51,13 @@ class TraceFormat(StrEnum):
     TIRESIAS = "tiresias"
     PAI = "pai"
     HELIOS = "helios"
+    PCS = "pcs"
 
 
 #: The entry-point group third-party packages register trace formats under.
 ENTRY_POINT_GROUP = "themis.trace_formats"
 #: The modules declaring the built-in formats (``FORMAT``), in ``TraceFormat``'s order.
-_BUILTIN_MODULES = ("native", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios")
+_BUILTIN_MODULES = ("native", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios", "pcs")
 
 _REGISTRY: dict[str, TraceFormatPlugin] = {}
 #: Plug-ins skipped: entry-point name -> (its target "module:attr", what is wrong).
