@@ -98,6 +98,22 @@ class Agent:
         shape = self.cluster.shape
         return starving_rho(now, self.app.arrival, work, shape, active_apps, ideal), True
 
+    def rho_on(
+        self,
+        now: float,
+        n: float,
+        gpus: float,
+        remaining: dict[int, GangWork] | None = None,
+    ) -> float:
+        """The app's rho if it held ``gpus`` GPUs of the cluster from now on until it
+        finishes, its ideal time taken among ``n`` apps: the time since arrival plus its
+        remaining work on ``gpus`` GPUs (``RemainingWork.time_on_share``: capped by its
+        demand, each gang at its best placement, a gang larger than ``gpus`` in turns),
+        over its ideal time. RHO_MAX when ``gpus`` is 0."""
+        work = self._work(now, remaining)
+        t_rest = work.time_on_share(gpus, self.cluster.shape)
+        return rho_over(now, self.app.arrival, t_rest, self._ideal(n))
+
     def _ideal(self, n_avg: float) -> float:
         """The app's ideal time ``T_id`` among ``n_avg`` apps (``app_ideal_time``)."""
         return app_ideal_time(self.ideal, self.app, self.cluster.shape, n_avg)
