@@ -84,9 +84,7 @@ def test_what_an_app_would_get_is_capped_by_the_free_gpus() -> None:
     cluster, r, s = _running_and_fresh()
     arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=PROSPECTIVE)
     v = view(cluster, [r, s], 1000.0)
-    ranks = arbiter._prospective_ranks(
-        v, [r], {"R": [0, 1]}, 1, {"R": 1.0}, {"R": None}, 1000.0
-    )
+    ranks = arbiter._prospective_ranks(v, [r], {"R": [0, 1]}, 1, {"R": 1.0}, {"R": None}, 1000.0)
     assert ranks["R"] == pytest.approx(1.45)
 
 

@@ -165,8 +165,11 @@ KNOBS: tuple[Knob, ...] = (
         "progress only, N the larger of the app's N_avg and the apps now; an app that has "
         "made nothing by its starving rho one lease later), the same with N_avg alone "
         "(verified-avg-n, the previous default), that with apps that cannot run "
-        "first (verified-tiered, the 0.2 default), or by the rho of their declared "
-        "remaining work (declared).",
+        "first (verified-tiered, the 0.2 default), by the rho of their declared "
+        "remaining work (declared), or by the rho each would reach holding the GPUs it "
+        "would get this round, its demand capped by what it keeps plus the free GPUs "
+        "(prospective: PCS's Themis's rank; declared work, observed progress; "
+        "docs/results.md).",
         str, _one_of(RANKINGS), choices=RANKINGS,
     ),
     Knob(
