@@ -193,7 +193,7 @@ def app_ideal_time(definition: str, app: AppState, cluster: SetShape, n: float) 
     built once per app (``AppState.ideal_work``) from the same jobs ``T_cluster`` was."""
     if definition == PAPER:
         return app.t_cluster * n
-    work = app.ideal_work
+    work: RemainingWork | None = app.ideal_work
     if work is None:
         fresh = AppState(app.spec, app.profile, 0.0).remaining_by_gang(app.arrival)
         work = app.ideal_work = RemainingWork(app.profile, fresh)

@@ -29,11 +29,18 @@ command line read the names from here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from themis.fairness.ftf import RemainingWork
     from themis.model.cluster import SetShape
+
+
+class ShareableWork(Protocol):
+    """Work whose time on a share of a cluster is known (``ftf.RemainingWork``): named by
+    what it does, so this module imports nothing of ``ftf``, which imports it."""
+
+    def time_on_share(self, share: float, cluster: SetShape) -> float: ...
+
 
 PAPER = "paper"
 SLICE = "slice"
@@ -42,7 +49,7 @@ IDEAL_TIMES = (PAPER, SLICE)
 
 
 def ideal_time(
-    definition: str, alone: float, work: RemainingWork, cluster: SetShape, n: float
+    definition: str, alone: float, work: ShareableWork, cluster: SetShape, n: float
 ) -> float:
     """``T_id`` of ``work`` when the cluster is shared by ``n`` (``N_avg``, or the N a
     ranking uses), by ``definition``.

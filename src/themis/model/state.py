@@ -20,14 +20,11 @@ import operator
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from functools import reduce
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple
 
 from themis.model.knowledge import OVERRUN_SHARE
 from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec
-
-if TYPE_CHECKING:
-    from themis.fairness.ftf import RemainingWork
 
 
 class GangWork(NamedTuple):
@@ -208,7 +205,8 @@ class AppState:
         self.t_cluster = t_cluster
         #: The work it declared at arrival, ready to time on a slice of the cluster: built
         #: by ``fairness.ftf.app_ideal_time`` when a ``slice`` ideal time is first asked.
-        self.ideal_work: RemainingWork | None = None
+        # Typed loosely: the model does not import ``fairness`` (which imports the model).
+        self.ideal_work: Any = None
         self.jobs = [JobState(j, self, k) for k, j in enumerate(spec.jobs)]
         self.finish: float | None = None
         # Bumped by every start, stop and finish of a job: the caches below are only valid
