@@ -23,6 +23,7 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.raytest import local_cluster
 from tests.runtime.test_api import themis
+from tests.runtime.test_state_serving import damage
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 FLOOD_S = 30.0
@@ -123,22 +124,6 @@ def test_a_log_flood_neither_grows_the_state_nor_stalls_the_loop(cluster, tmp_pa
         except subprocess.TimeoutExpired:
             serve.kill()
             serve.wait(10)
-
-
-def damage(db: Path, pages: range) -> None:
-    """Overwrite whole pages of the database (the WAL checkpointed into it first)."""
-    import sqlite3
-
-    side = sqlite3.connect(db, isolation_level=None, timeout=30)
-    try:
-        side.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size = side.execute("PRAGMA page_size").fetchone()[0]
-    finally:
-        side.close()
-    with open(db, "r+b") as f:
-        for page in pages:
-            f.seek(page * size)
-            f.write(os.urandom(size))
 
 
 def answer(url: str, method: str, path: str, token: str, body: bytes | None = None):

@@ -70,7 +70,7 @@ def metric(a: Arbiter, name: str) -> float:
 def damage(db: Path, pages: range) -> None:
     """Overwrite whole pages of the database file, as a failing disk or a stray writer
     would (the WAL first checkpointed into it, so that readers read these pages)."""
-    side = sqlite3.connect(db, isolation_level=None)
+    side = sqlite3.connect(db, isolation_level=None, timeout=30)
     try:
         side.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         size = side.execute("PRAGMA page_size").fetchone()[0]

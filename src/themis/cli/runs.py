@@ -115,7 +115,4 @@ def table_width() -> int:
 
 
 def print_table(table: Table) -> None:
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console.width = PIPE_WIDTH
-    console.print(table)
+    Console(highlight=False, width=table_width()).print(table)
