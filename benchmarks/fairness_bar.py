@@ -1,10 +1,12 @@
 """Issue 19's fairness bar, reproducible: Themis against every other policy on 32 cells.
 
     .venv/bin/python benchmarks/fairness_bar.py [-j 2] [--cells c3_0,g16_8,...]
-        [--themis-options "--no-gang-at-once"] [--restart-cost S] [--seed-shift K] [--out DIR]
+        [--themis-options "--no-gang-at-once"] [--restart-cost S] [--seed-shift K[,K...]]
+        [--metric max_rho|max_rho_paper|max_rho_slice|...] [--every-policy] [--out DIR]
 
-The bar (issue 19): Themis's max rho is the lowest of all policies (ties within 2%) in at
-least 90% of workload-seed cells and never above 1.25x the best. The 32 cells are those
+The bar: Themis's max rho is the lowest of all policies (ties within 2%) in at least 85% of
+workload-seed cells, never above 1.25x the best other, and its geometric mean over the cells
+of max rho / the cell's lowest is at most the FTF oracle's. The 32 cells are those
 docs/knowledge.md judges every ranking change on: the 25 of "One order for every app"
 (HyperDrive under 3x and 4x contention, generated Philly-like workloads and gang mixes on
 16 to 128 GPUs, the bundled trace and its gang mix, Gavel's own generated trace) and the
@@ -19,8 +21,12 @@ Prints, per cell, Themis's max rho, the fairest other policy's, their ratio, The
 starts per job and GPU-hours against the lowest other's, then the bar's figures and one
 JSON line. ``--seed-shift K`` runs the same families on other seeds (each cell's seed plus
 K; Gavel's trace is a file, so there K moves only the simulation's own draws), for
-judging a change on draws it was not tuned on. Whole run: about 8 minutes with ``-j 2``
-on this project's 2-core machine.
+judging a change on draws it was not tuned on; several shifts (``--seed-shift
+21000,22000,23000,24000,25000``) pool their cells into one bar. ``--metric`` picks the figure
+compared: ``max_rho`` (by the ideal time the run used), ``max_rho_paper`` or
+``max_rho_slice`` (either ideal time, whatever the policy ranked by), or the ``_shared_``
+forms (only apps that ever shared the cluster: one that ran alone has rho 1 and saturates
+the max). One shift: about 8 minutes with ``-j 2`` on this project's 2-core machine.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import shlex
 import statistics
 import subprocess
@@ -72,8 +79,10 @@ CELLS: dict[str, str] = {
     " --seed 17",
 }
 
-#: Ties within 2% count as lowest; above 1.25x the best fails the bar outright.
-TIE, CEILING = 1.02, 1.25
+#: Ties within 2% count as lowest; above 1.25x the best fails the bar outright; the bar asks
+#: for the lowest in SHARE of the cells and a geometric mean to the per-cell best no higher
+#: than the FTF oracle's (which reads every app's true remaining work).
+TIE, CEILING, SHARE = 1.02, 1.25, 0.85
 
 
 def code_tag() -> str:
@@ -156,6 +165,28 @@ def bar_of_each(max_rho: dict[str, dict[str, float]]) -> dict[str, tuple[int, in
     return result
 
 
+#: The summary fields a bar can be judged by (``--metric``): the run's own max rho, or either
+#: ideal time's max rho whatever the policy ranked by, or the max over apps that ever shared
+#: the cluster (an app that finished alone has rho 1 by definition and saturates ``max_rho``).
+METRICS = (
+    "max_rho",
+    "max_rho_paper",
+    "max_rho_slice",
+    "max_rho_shared_paper",
+    "max_rho_shared_slice",
+)
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else math.nan
+
+
+def to_best(figures: dict[str, dict[str, float]], policy: str) -> list[float]:
+    """Per cell, the policy's figure over the lowest of every policy's (itself included): the
+    issue's "max rho / per-cell best", 1.0 where the policy is the fairest."""
+    return [row[policy] / min(row.values()) for row in figures.values() if policy in row]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cells", help=f"comma-separated of {', '.join(CELLS)} (default: all)")
@@ -164,9 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restart-cost", type=float, default=0.0, help="for every policy")
     parser.add_argument(
         "--seed-shift",
-        type=int,
-        default=0,
-        help="add this to every cell's seed (held-out draws of the same families)",
+        default="0",
+        help="add this to every cell's seed (held-out draws of the same families); several,"
+        " comma-separated, pool their cells into one bar",
+    )
+    parser.add_argument(
+        "--metric",
+        choices=METRICS,
+        default="max_rho",
+        help="the summary field the bar compares (default: max_rho, by the run's own ideal time)",
     )
     parser.add_argument(
         "--every-policy",
@@ -176,18 +213,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out/fairness_bar"))
     parser.add_argument("-j", "--jobs", type=int, default=2, help="runs at once (default 2)")
     args = parser.parse_args(argv)
-    cells = args.cells.split(",") if args.cells else list(CELLS)
-    unknown = [c for c in cells if c not in CELLS]
+    base_cells = args.cells.split(",") if args.cells else list(CELLS)
+    unknown = [c for c in base_cells if c not in CELLS]
     if unknown:
         parser.error(f"unknown cells {unknown}; known: {', '.join(CELLS)}")
+    try:
+        shifts = [int(k) for k in args.seed_shift.split(",")]
+    except ValueError:
+        parser.error(f"--seed-shift: not integers: {args.seed_shift!r}")
     others = args.others.split(",") if args.others else registered_policies()
     others = [p for p in others if p != "themis"]
     if args.restart_cost >= 60 and "gandiva" in others:
         others.remove("gandiva")  # refuses a restart cost not below its 60 s slice
-    cell_args = {c: shifted(CELLS[c], args.seed_shift) for c in cells}
-    if args.seed_shift:  # kept apart from the 32 cells' own runs
-        cell_args = {f"{c}+{args.seed_shift}": a for c, a in cell_args.items()}
-        cells = list(cell_args)
+    cell_args: dict[str, str] = {}
+    for shift in shifts:
+        for c in base_cells:
+            # A shifted cell is kept apart from the 32 cells' own runs by its name.
+            cell_args[f"{c}+{shift}" if shift else c] = shifted(CELLS[c], shift)
+    cells = list(cell_args)
     runs = [(c, "themis", args.themis_options) for c in cells]
     runs += [(c, p, "") for c in cells for p in others]
     code = code_tag()
@@ -201,52 +244,59 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     by_run = {(c, p): s for (c, p, _), s in zip(runs, summaries, strict=True)}
+    metric = args.metric
     print(
-        f"{'cell':10s} {'themis':>7s} {'best other':>22s} {'ratio':>6s} "
+        f"{'cell':12s} {'themis':>7s} {'best other':>22s} {'ratio':>6s} "
         f"{'starts':>6s} {'GPU-h':>8s} {'lowest other':>20s}"
     )
     for c in cells:
         mine = by_run[(c, "themis")]
-        best = min(others, key=lambda p: by_run[(c, p)]["max_rho"])
+        best = min(others, key=lambda p: by_run[(c, p)][metric])
         thrift = min(others, key=lambda p: by_run[(c, p)]["gpu_hours"])
-        ratio = mine["max_rho"] / by_run[(c, best)]["max_rho"]
+        ratio = mine[metric] / by_run[(c, best)][metric]
         gpu_h = mine["gpu_hours"] / by_run[(c, thrift)]["gpu_hours"] - 1
         mark = "" if ratio <= TIE else (" !!" if ratio > CEILING else " !")
         print(
-            f"{c:10s} {mine['max_rho']:7.3f} {by_run[(c, best)]['max_rho']:7.3f} ({best:>12s})"
+            f"{c:12s} {mine[metric]:7.3f} {by_run[(c, best)][metric]:7.3f} ({best:>12s})"
             f" {ratio:5.2f}x {mine['starts_per_job_mean']:6.1f} {mine['gpu_hours']:8.0f}"
             f" {100 * gpu_h:+6.2f}% ({thrift}){mark}"
         )
     # Themis's figures and, with --every-policy, each other policy's: one computation.
-    table = bar_of_each(
-        {c: {p: by_run[(c, p)]["max_rho"] for p in ["themis", *others]} for c in cells}
-    )
+    figures = {c: {p: by_run[(c, p)][metric] for p in ["themis", *others]} for c in cells}
+    table = bar_of_each(figures)
     fairest, above, worst, median = table["themis"]
-    needed = -(-9 * len(cells) // 10)
+    needed = math.ceil(SHARE * len(cells))
+    geo = {p: geometric_mean(to_best(figures, p)) for p in table}
+    oracle = geo.get("ftf-oracle", math.nan)
     print(
-        f"Themis lowest (within 2%) in {fairest} of {len(cells)} cells (the bar: {needed}),"
-        f" above {CEILING}x in {above} (the bar: 0); worst {worst:.2f}x, median {median:.2f}x"
+        f"By {metric}: Themis lowest (within 2%) in {fairest} of {len(cells)} cells"
+        f" ({100 * fairest / len(cells):.0f}%; the bar: {needed}), above {CEILING}x in {above}"
+        f" (the bar: 0); worst {worst:.2f}x, median {median:.2f}x; geometric mean to the"
+        f" per-cell best {geo['themis']:.3f} (ftf-oracle {oracle:.3f})"
     )
     if args.every_policy:
         print(f"The bar applied to each policy against the {len(others)} others:")
         for policy, (fair, high, its_worst, its_median) in table.items():
             print(
-                f"  {policy:12s} lowest (within 2%) in {fair:2d} of {len(cells)},"
-                f" above {CEILING}x in {high:2d}; worst {its_worst:.2f}x,"
-                f" median {its_median:.2f}x"
+                f"  {policy:12s} lowest (within 2%) in {fair:3d} of {len(cells)},"
+                f" above {CEILING}x in {high:3d}; worst {its_worst:.2f}x,"
+                f" median {its_median:.2f}x; geometric mean to the best {geo[policy]:.3f}"
             )
     print(
         json.dumps(
             {
                 "cells": len(cells),
+                "metric": metric,
                 "fairest": fairest,
                 "above_ceiling": above,
                 "worst": worst,
                 "median": median,
+                "geometric_mean_to_best": geo["themis"],
+                "oracle_geometric_mean_to_best": oracle,
                 "themis_options": args.themis_options,
-                "seed_shift": args.seed_shift,
+                "seed_shifts": shifts,
                 "restart_cost": args.restart_cost,
-                "met": fairest >= needed and above == 0,
+                "met": fairest >= needed and above == 0 and not geo["themis"] > oracle,
             }
         )
     )
