@@ -16,7 +16,8 @@ Each (cell, policy) is one ``themis simulate`` subprocess (so the script outlive
 refactor of the library), its ``summary.json`` kept under ``--out`` (default
 ``out/fairness_bar``, under a digest of the ``themis`` package's sources): a rerun of the
 same code skips every run already there, so an interrupted run resumes and a Themis
-variant (``--themis-options``) reuses the other policies' runs.
+variant (``--themis-options``) reuses the other policies' runs (``--policy-options
+P=OPTS`` gives another policy options of its own, e.g. ``ftf-oracle=--ideal-time slice``).
 Prints, per cell, Themis's max rho, the fairest other policy's, their ratio, Themis's
 starts per job and GPU-hours against the lowest other's, then the bar's figures and one
 JSON line. ``--seed-shift K`` runs the same families on other seeds (each cell's seed plus
@@ -192,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cells", help=f"comma-separated of {', '.join(CELLS)} (default: all)")
     parser.add_argument("--others", help="comma-separated (default: every registered but themis)")
     parser.add_argument("--themis-options", default="", help="extra options for Themis's runs")
+    parser.add_argument(
+        "--policy-options",
+        action="append",
+        default=[],
+        metavar="POLICY=OPTIONS",
+        help="extra options for another policy's runs (repeatable), e.g. to judge Themis and"
+        " the FTF oracle under the same --ideal-time",
+    )
     parser.add_argument("--restart-cost", type=float, default=0.0, help="for every policy")
     parser.add_argument(
         "--seed-shift",
@@ -231,8 +240,16 @@ def main(argv: list[str] | None = None) -> int:
             # A shifted cell is kept apart from the 32 cells' own runs by its name.
             cell_args[f"{c}+{shift}" if shift else c] = shifted(CELLS[c], shift)
     cells = list(cell_args)
+    extra: dict[str, str] = {}
+    for item in args.policy_options:
+        policy, sep, options = item.partition("=")
+        if not sep or policy not in others:
+            parser.error(
+                f"--policy-options {item!r}: expected POLICY=OPTIONS, POLICY one of the others"
+            )
+        extra[policy] = options
     runs = [(c, "themis", args.themis_options) for c in cells]
-    runs += [(c, p, "") for c in cells for p in others]
+    runs += [(c, p, extra.get(p, "")) for c in cells for p in others]
     code = code_tag()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         summaries = list(
@@ -294,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                 "geometric_mean_to_best": geo["themis"],
                 "oracle_geometric_mean_to_best": oracle,
                 "themis_options": args.themis_options,
+                "policy_options": extra,
                 "seed_shifts": shifts,
                 "restart_cost": args.restart_cost,
                 "met": fairest >= needed and above == 0 and not geo["themis"] > oracle,
