@@ -220,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also apply the bar to every other policy in turn (against the rest, Themis included)",
     )
     parser.add_argument("--out", type=Path, default=Path("out/fairness_bar"))
+    parser.add_argument(
+        "--kept-only",
+        action="store_true",
+        help="run nothing: the bar over the cells whose every run is already kept under --out",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=2, help="runs at once (default 2)")
     args = parser.parse_args(argv)
     base_cells = args.cells.split(",") if args.cells else list(CELLS)
@@ -248,9 +253,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"--policy-options {item!r}: expected POLICY=OPTIONS, POLICY one of the others"
             )
         extra[policy] = options
+    code = code_tag()
+    if args.kept_only:  # a bar over the cells whose every run is already kept
+        options = {"themis": args.themis_options, **{p: extra.get(p, "") for p in others}}
+        whole = [
+            c
+            for c in cells
+            if all(
+                (run_dir(args.out, code, p, o, args.restart_cost) / f"{c}.json").exists()
+                for p, o in options.items()
+            )
+        ]
+        print(f"--kept-only: {len(whole)} of {len(cells)} cells have every run kept")
+        cells = whole
+        if not cells:
+            return 1
     runs = [(c, "themis", args.themis_options) for c in cells]
     runs += [(c, p, extra.get(p, "")) for c in cells for p in others]
-    code = code_tag()
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         summaries = list(
             pool.map(
