@@ -11,6 +11,7 @@ import pytest
 
 from tests import dist_info
 from themis import registry
+from themis.cli.main import run
 from themis.policies.registry import POLICIES
 from themis.workload import formats
 
@@ -105,3 +106,35 @@ def test_policies_and_trace_formats_are_one_registry_type() -> None:
     assert isinstance(POLICIES, registry.Registry)
     assert isinstance(formats.FORMATS, registry.Registry)
     assert issubclass(formats.FormatPluginWarning, registry.PluginWarning)
+
+
+@pytest.fixture
+def fresh_formats():
+    """The trace formats as before any was loaded; afterwards as before the test."""
+    kind = formats.FORMATS
+    saved = (kind.entries, kind.broken, kind.loaded)
+    kind.entries, kind.broken, kind.loaded = {}, {}, False
+    yield
+    kind.entries, kind.broken, kind.loaded = saved
+
+
+def test_the_command_line_warns_of_a_skipped_format_plugin_on_one_line(
+    tmp_path, monkeypatch, capsys, fresh_formats
+) -> None:
+    dist_info.install(
+        tmp_path / "site",
+        "bad_format",
+        "themis.trace_formats",
+        {"broken": "no_such_module_anywhere:FORMAT"},
+        monkeypatch,
+    )
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,1,0,0,resnet50,600,10\n"
+    )
+    args = ["simulate", "--trace", str(trace), "--cluster", "1x1x2", "--policy", "fifo", "-q"]
+    assert run([*args, "--out", str(tmp_path / "o")]) == 0
+    [warning] = capsys.readouterr().err.splitlines()
+    assert warning.startswith("themis: warning: trace format plugin 'broken'")
+    assert "cannot load: ModuleNotFoundError" in warning
