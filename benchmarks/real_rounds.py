@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args(argv)
 
-    import themis.arbiter.round as round_module
+    import themis.arbiter.bidding as bidding
     from themis.auction.budget import DEFAULT_NODE_LIMIT, Budget, Limits
     from themis.auction.mip import solve_mip
     from themis.auction.partial_allocation import build_candidates
@@ -52,14 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         workload = load_workload()
     captured: list[list] = []
-    real = round_module.partial_allocation
+    real = bidding.partial_allocation
 
     def spy(bids, offer, *rest, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         positions = kwargs.get("positions")
         captured.append(build_candidates(bids, offer, positions=positions))
         return real(bids, offer, *rest, **kwargs)
 
-    round_module.partial_allocation = spy  # type: ignore[assignment]
+    bidding.partial_allocation = spy  # type: ignore[assignment]
     policy = make_policy("themis", PolicyOptions(fairness_knob=args.knob))
     simulate(workload, cluster, policy)
     print(f"{len(captured)} auctions; the {args.top} largest by menu entries:")

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from tests.policies.hand import hold, make_app, view
+from themis.arbiter.ranking import rank_n
 from themis.arbiter.round import Arbiter, rank_fresh_by_standing
 from themis.fairness.ftf import RHO_MAX, t_cluster
 from themis.model.cluster import Cluster
@@ -88,4 +89,4 @@ def test_the_verified_rank_takes_the_larger_of_n_avg_and_n_now(
 ) -> None:
     cluster, r, s = _running_and_fresh()
     arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=ranking)
-    assert arbiter._rank_n(view(cluster, [r, s], 1000.0), r, n_avg) == expected
+    assert rank_n(arbiter.ranking, view(cluster, [r, s], 1000.0), r, n_avg) == expected

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.policies.hand import TOY, hold, make_app, view, workload
 from tests.simulator.test_invariants import check_result, idle_while_waiting, scenarios
+from themis.arbiter.offer import first_gpu_wait
 from themis.arbiter.reservation import choose_target
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import RemainingWork, starving_rho, t_cluster
@@ -227,7 +228,7 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     # rank (declared rho): g1-g4 (about 5), then old and new (about 1): ceil(0.2 * 6) = 2,
     # then the slot: old arrived first but was granted a GPU at 0, so new.
     assert record.offered == ["g1", "g2", "new"]
-    assert arbiter._first_gpu_wait([old]) is None
+    assert first_gpu_wait([old], arbiter._started) is None
 
 
 # f's 4-GPU job (200 iterations on 4 GPUs: 50 s) and h's four long 1-GPU jobs fill the

@@ -8,7 +8,8 @@ from unittest import mock
 
 import pytest
 
-import themis.arbiter.round as arbiter_round
+import themis.arbiter.offer as offer_step
+import themis.arbiter.ranking as ranking_step
 from tests.arbiter import owned_apps
 from tests.arbiter.owned_apps import SHAPE
 from themis.arbiter.round import rank_fresh_by_siblings
@@ -80,9 +81,9 @@ def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
     nothing. (Counting the offer by tenant, ``offered_tenants``, closes this case too:
     the control turns both off.)"""
     assert split_b() == (700.0, 800.0)
-    with mock.patch.object(arbiter_round, "offered_tenants", per_app_offer):
+    with mock.patch.object(offer_step, "offered_tenants", per_app_offer):
         assert split_b() == (700.0, 800.0)
-        with mock.patch.object(arbiter_round, "rank_fresh_by_siblings", lambda *_: None):
+        with mock.patch.object(ranking_step, "rank_fresh_by_siblings", lambda *_: None):
             assert split_b() == (700.0, 700.0)  # the control: per app, the part went first
             # with both rules off, --gang-at-once (the default) alone closes the case
             honest, lying = split_b(gang_at_once=True)
@@ -91,4 +92,4 @@ def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
 
 def per_app_offer(ranked: list[AppState], fairness_knob: float) -> list[AppState]:
     """The paper's offer: the worst ``offered_count`` apps, a tenant's apps counted apart."""
-    return ranked[: arbiter_round.offered_count(len(ranked), fairness_knob)]
+    return ranked[: offer_step.offered_count(len(ranked), fairness_knob)]

@@ -10,6 +10,7 @@ import pytest
 
 from tests.policies.hand import hold, make_app, view
 from themis.arbiter.options import PROSPECTIVE
+from themis.arbiter.ranking import prospective_ranks
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import t_cluster
 from themis.model.cluster import Cluster
@@ -51,8 +52,15 @@ def test_the_prospective_rank_is_the_rho_with_the_gpus_the_app_would_get(
     cluster, r, s = _running_and_fresh()
     arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=PROSPECTIVE, ideal=ideal)
     v = view(cluster, [r, s], 1000.0)
-    ranks = arbiter._prospective_ranks(
-        v, [r, s], {"R": [0, 1], "S": []}, 6, {"R": 1.0, "S": 1.0}, {"R": None, "S": None}, 1000.0
+    ranks = prospective_ranks(
+        arbiter,
+        v,
+        [r, s],
+        {"R": [0, 1], "S": []},
+        6,
+        {"R": 1.0, "S": 1.0},
+        {"R": None, "S": None},
+        1000.0,
     )
     assert ranks == {"R": pytest.approx(r_rank), "S": pytest.approx(s_rank)}
 
@@ -84,7 +92,7 @@ def test_what_an_app_would_get_is_capped_by_the_free_gpus() -> None:
     cluster, r, s = _running_and_fresh()
     arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=PROSPECTIVE)
     v = view(cluster, [r, s], 1000.0)
-    ranks = arbiter._prospective_ranks(v, [r], {"R": [0, 1]}, 1, {"R": 1.0}, {"R": None}, 1000.0)
+    ranks = prospective_ranks(arbiter, v, [r], {"R": [0, 1]}, 1, {"R": 1.0}, {"R": None}, 1000.0)
     assert ranks["R"] == pytest.approx(1.45)
 
 

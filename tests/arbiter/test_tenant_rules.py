@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import themis.arbiter.round as arbiter_round
+import themis.arbiter.ranking as ranking_step
 from tests.arbiter.owned_apps import SHAPE, app, view
 from themis.arbiter.round import (
     offered_count,
@@ -108,5 +108,5 @@ def test_the_traced_split_no_longer_pays() -> None:
     assert app2_split_gain(gang_at_once=True) <= 1e-9  # it closes the case too
     # The defaults now (--gang-at-once, N now in the verified rank): the split loses 7%.
     assert app2_split_gain(gang_at_once=True, ranking="verified") <= 1e-9
-    with mock.patch.object(arbiter_round, "rank_by_cohort", lambda *_: None):
+    with mock.patch.object(ranking_step, "rank_by_cohort", lambda *_: None):
         assert app2_split_gain() == pytest.approx(0.104, abs=1e-3)  # the control

@@ -7,7 +7,7 @@ from unittest import mock
 
 import pytest
 
-import themis.arbiter.round as arbiter_round
+import themis.arbiter.bidding as auction_step
 from themis.arbiter.round import tenant_weights
 from themis.experiments import truthfulness as lies
 from themis.experiments.runner import RunRequest, run_many
@@ -70,7 +70,7 @@ def test_splitting_into_two_bidders_no_longer_buys_a_second_share() -> None:
     honest, lying = split_completions()
     assert honest == {"A": 2700.0, "B": 1100.0}
     assert lying == {"A": 2700.0, "B": 1200.0}
-    with mock.patch.object(arbiter_round, "tenant_weights", lambda *_: None):
+    with mock.patch.object(auction_step, "tenant_weights", lambda *_: None):
         honest, lying = split_completions()
     assert honest == {"A": 2700.0, "B": 1100.0}  # the control: unweighted, the split paid
     assert lying == {"A": 2800.0, "B": 1000.0}

@@ -5,6 +5,9 @@ round-robin, one gang per app per pass, first to the apps that were not offered,
 every app with unmet demand, each list worst rho first. Placement-aware: a first series of
 passes only places gangs on the best span their size can have in this cluster; only when
 nobody can use the rest that well are worse placements allowed.
+
+The round's leftover step (``leftover``) orders the candidates: every wanting app worst-off
+first, the auction's winners last, so that no bidder gets its own hidden payment back.
 """
 
 from __future__ import annotations
@@ -12,9 +15,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from themis.agent.app_scheduler import waiting_order
+from themis.arbiter.round_state import RoundState
+from themis.mechanism.view import Assignment
 from themis.model.cluster import Cluster
 from themis.model.placement import OfferIndex, Packer, fastest_place, worth_moving
 from themis.model.state import AppState, JobState
+
+
+def leftover(state: RoundState) -> None:
+    """Place waiting jobs of the wanting apps on the GPUs the auction left over, each
+    granted until the round's lease end, and record who got what."""
+    if not state.leftover:
+        return
+    outcome, record, wanting = state.outcome, state.record, state.wanting
+    assert outcome is not None and record is not None and state.index is not None
+    winners = {a for a, o in outcome.apps.items() if o.choice}
+    order = [a for a in wanting if a.app_id not in winners] + [
+        a for a in wanting if a.app_id in winners
+    ]
+    offer = (state.index, state.pool)
+    placed = allocate_leftover(
+        state.knobs.cluster, order, state.planned, state.leftover, state.now, offer
+    )
+    for job, gpus in placed.items():
+        state.grants[job] = Assignment(gpus, state.until)
+        record.leftover_grants.setdefault(job.app.app_id, []).extend(gpus)
 
 
 def allocate_leftover(

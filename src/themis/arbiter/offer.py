@@ -1,30 +1,98 @@
-"""The order in which a round offers its free GPUs, kept from one round to the next.
+"""The round's offer step: who is offered the free GPUs, and in which order the GPUs
+are offered, kept from one round to the next.
 
-The offer lists the machines with the fewest free GPUs first (best fit: small bundles are
-carved from partly used machines before empty ones), ties by topology, each machine's GPUs
-ascending. Built anew, that is a pass in Python over every free GPU in every round: on
-10,000 GPUs with thousands free, the largest single cost of a round (docs/benchmarks.md).
-From one round to the next only the GPUs that started or stopped something change, so
-:class:`OfferOrder` keeps the per-machine lists and the sorted machines, finds what changed
-with two set differences (in C) and re-sorts only the machines those touch. The offer is
-the same list, in the same order, as the one built anew (``offer_order``; a test holds the
-two equal on random pools).
+The worst ``ceil((1 - f) n)`` wanting apps (at least one; ``n`` counting tenants) are
+offered the pool, and with them the app that has waited longest for its first GPU
+(docs/gangs.md §6). The offer lists the machines with the fewest free GPUs first (best
+fit: small bundles are carved from partly used machines before empty ones), ties by
+topology, each machine's GPUs ascending. Built anew, that is a pass in Python over every
+free GPU in every round: on 10,000 GPUs with thousands free, the largest single cost of a
+round (docs/benchmarks.md). From one round to the next only the GPUs that started or
+stopped something change, so :class:`OfferOrder` keeps the per-machine lists and the
+sorted machines, finds what changed with two set differences (in C) and re-sorts only
+the machines those touch. The offer is the same list, in the same order, as the one
+built anew (``offer_order``; a test holds the two equal on random pools).
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import itemgetter
 
+from themis.arbiter.round_state import RoundState
 from themis.model.cluster import Cluster
 from themis.model.placement import SHARED_LISTS, OfferIndex, OfferPositions
+from themis.model.state import AppState
 
 #: Machine keys (free GPUs on it, its first GPU's topology rank, machine): sorted, they
 #: give the offer's order of machines. The rank alone is unique; the machine rides along.
 MachineKey = tuple[int, int, int]
 _machine = itemgetter(2)
+
+
+def offer(state: RoundState, started: set[str]) -> None:
+    """Fill ``offered`` (the worst-off tenants' apps of ``wanting``, ranked, and the
+    longest-waiting newcomer) and ``planned``. ``started``: the owners (an app without
+    one: the app) this arbiter ever granted a GPU, kept from round to round."""
+    wanting = state.wanting
+    offered = offered_tenants(wanting, state.knobs.fairness_knob)
+    # Beside them, the app that has waited longest for its first GPU (docs/gangs.md §6):
+    # it bids like the others, so that an app the rank has not reached yet still has a
+    # chance in every auction.
+    newcomer = first_gpu_wait(wanting[len(offered) :], started)
+    if newcomer is not None:
+        offered = [*offered, newcomer]
+    state.offered = offered
+    ended = state.ended
+    state.planned = {id(j) for a in wanting for j in a.running_jobs() if id(j) not in ended}
+
+
+def offered_count(wanting: int, fairness_knob: float) -> int:
+    """How many of the worst-off apps are offered GPUs: ceil((1 - f) n), at least one."""
+    if wanting == 0:
+        return 0
+    return max(1, math.ceil((1.0 - fairness_knob) * wanting - 1e-9))
+
+
+def offered_tenants(ranked: Sequence[AppState], fairness_knob: float) -> list[AppState]:
+    """The offered apps: those of ``ranked`` (worst-off first) that come before the first
+    app of the ``offered_count(n, f) + 1``-th tenant, ``n`` counting tenants, not apps.
+
+    The knob offers a share of the contenders; counted by app, a tenant that splits its
+    sweep into k apps holds k places in the count and, ranked together, k of the offers
+    (the lie ``split:2``). Counted by tenant, it holds one place however many apps it
+    runs, and its apps that rank inside that place all bid (their bids then share one
+    weight: ``tenant_weights``). Without owners every app is its own tenant: the worst
+    ``offered_count(len(ranked), f)`` apps, as in the paper."""
+    count = offered_count(len({a.spec.tenant for a in ranked}), fairness_knob)
+    seen: set[str] = set()
+    for k, app in enumerate(ranked):
+        if app.spec.tenant not in seen:
+            if len(seen) == count:
+                return list(ranked[:k])
+            seen.add(app.spec.tenant)
+    return list(ranked)
+
+
+def first_gpu_wait(candidates: Sequence[AppState], started: set[str]) -> AppState | None:
+    """Of ``candidates`` (apps not offered this round), the one that has waited longest
+    for its first GPU: the earliest arrival among the apps this arbiter never granted
+    a GPU (``started``: their owners) and that hold none (after a restart of the
+    arbiter, an app that holds GPUs is not new), counted per owner (an owner whose other
+    app got GPUs is not new: a split buys no second slot). What a real scheduler knows:
+    arrivals and its own grants."""
+    first: AppState | None = None
+    for app in candidates:
+        if (
+            app.spec.tenant not in started
+            and not app.held()
+            and (first is None or (app.arrival, app.app_id) < (first.arrival, first.app_id))
+        ):
+            first = app
+    return first
 
 
 def machine_ranks(cluster: Cluster) -> dict[int, int]:

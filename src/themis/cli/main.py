@@ -148,8 +148,9 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """Warnings meant for users (a plugin skipped) as one line; others as Python shows them."""
-    from themis.policies.registry import PluginWarning
+    """Warnings meant for users (a plug-in of any kind skipped) as one line; others as
+    Python shows them."""
+    from themis.registry import PluginWarning
 
     if issubclass(category, PluginWarning):
         click.echo(f"{PROG}: warning: {one_line(str(message))}", err=True)

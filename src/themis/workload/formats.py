@@ -7,7 +7,8 @@ Each format is a :class:`~themis.workload.plugin.TraceFormatPlugin` declared by 
 my_pkg.mylog:FORMAT``). They are loaded on first use, the built-ins first; a plug-in that
 fails to load, is not a format or takes a taken name is skipped with one
 :class:`FormatPluginWarning` naming the entry point and the error, so one broken package
-never takes the built-in formats down.
+never takes the built-in formats down. The machinery is ``themis.registry``'s, shared with
+the policies.
 
 Detection looks at the file name and its first few kilobytes, never at the whole file:
 every registered claim by rank (``plugin.py``), which for the built-ins gives
@@ -28,12 +29,12 @@ Anything else is refused with a request for ``--format``.
 from __future__ import annotations
 
 import importlib
-import warnings
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from themis import registry
 from themis.errors import ThemisError
 from themis.workload.plugin import CONTENT, Probe, TraceFormatPlugin
 
@@ -59,80 +60,57 @@ ENTRY_POINT_GROUP = "themis.trace_formats"
 #: The modules declaring the built-in formats (``FORMAT``), in ``TraceFormat``'s order.
 _BUILTIN_MODULES = ("native", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helios", "pcs")
 
-_REGISTRY: dict[str, TraceFormatPlugin] = {}
-#: Plug-ins skipped: entry-point name -> (its target "module:attr", what is wrong).
-_BROKEN: dict[str, tuple[str, str]] = {}
-_loaded = False
 
-
-class FormatPluginWarning(UserWarning):
+class FormatPluginWarning(registry.PluginWarning):
     """A ``themis.trace_formats`` entry point was skipped (its message says which, why)."""
+
+
+def _load_builtins() -> None:
+    for name in _BUILTIN_MODULES:
+        module = importlib.import_module(f"themis.workload.{name}")
+        FORMATS.register(replace(module.FORMAT, origin=module.__name__))
+
+
+def _admit(entry: EntryPoint, target: object) -> TraceFormatPlugin:
+    """An entry point's format, its origin the entry point's target."""
+    if not isinstance(target, TraceFormatPlugin):
+        raise registry.Refused(f"is a {type(target).__name__}, not a TraceFormatPlugin")
+    if target.name != entry.name:
+        raise registry.Refused(f"declares the name '{target.name}', not '{entry.name}'")
+    if target.read is None:
+        raise registry.Refused("has no reader (read=None is themis's own format only)")
+    return replace(target, origin=entry.value)
+
+
+FORMATS: registry.Registry[TraceFormatPlugin] = registry.Registry(
+    "trace format",
+    ENTRY_POINT_GROUP,
+    name_of=lambda plugin: plugin.name,
+    builtin=lambda plugin: plugin.origin.startswith("themis."),
+    load_builtins=_load_builtins,
+    admit=_admit,
+    same=lambda registered, declared: registered.origin == declared.origin,
+    warning=FormatPluginWarning,
+    short="format",
+)
+registry.expose_state(__name__, FORMATS)
 
 
 def register_format(plugin: TraceFormatPlugin) -> TraceFormatPlugin:
     """Make ``plugin`` known by its name. A name registered twice is a programming error
     (``ValueError``)."""
-    if plugin.name in _REGISTRY:
-        raise ValueError(f"trace format '{plugin.name}' registered twice")
-    _REGISTRY[plugin.name] = plugin
-    return plugin
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for name in _BUILTIN_MODULES:
-        module = importlib.import_module(f"themis.workload.{name}")
-        register_format(replace(module.FORMAT, origin=module.__name__))
-    load_format_plugins()
+    return FORMATS.register(plugin)
 
 
 def load_format_plugins() -> list[str]:
     """Register the formats of the ``themis.trace_formats`` entry points; returns the names
     registered. A broken entry is skipped with a :class:`FormatPluginWarning`."""
-    from importlib.metadata import entry_points
-
-    names = []
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        problem = _register_entry(entry)
-        if problem is None:
-            names.append(entry.name)
-        elif _BROKEN.get(entry.name) != (entry.value, problem):
-            _BROKEN[entry.name] = (entry.value, problem)
-            warnings.warn(
-                f"trace format plugin '{entry.name}' ({entry.value}): {problem}; skipped",
-                FormatPluginWarning,
-                stacklevel=2,
-            )
-    return names
-
-
-def _register_entry(entry: EntryPoint) -> str | None:
-    """Register one entry point's format; what is wrong with it, or ``None``."""
-    if entry.name in _REGISTRY and _REGISTRY[entry.name].origin.startswith("themis."):
-        return "the name of a built-in format"
-    if entry.name in _REGISTRY:
-        return None  # registered by an earlier call of load_format_plugins
-    try:
-        target = entry.load()
-    except Exception as exc:  # a broken plug-in is the user's to fix, not a themis bug
-        return f"cannot load: {type(exc).__name__}: {exc}"
-    if not isinstance(target, TraceFormatPlugin):
-        return f"is a {type(target).__name__}, not a TraceFormatPlugin"
-    if target.name != entry.name:
-        return f"declares the name '{target.name}', not '{entry.name}'"
-    if target.read is None:
-        return "has no reader (read=None is themis's own format only)"
-    register_format(replace(target, origin=entry.value))
-    return None
+    return FORMATS.load_plugins()
 
 
 def formats() -> list[TraceFormatPlugin]:
     """Every registered format: the built-ins in ``TraceFormat``'s order, then plug-ins."""
-    _load()
-    return list(_REGISTRY.values())
+    return FORMATS.plugins()
 
 
 def format_names() -> list[str]:
@@ -141,21 +119,19 @@ def format_names() -> list[str]:
 
 def parse_format(name: str, flag: str = "--format") -> TraceFormatPlugin:
     """The format called ``name``; a ``ThemisError`` naming ``flag`` when none is."""
-    _load()
-    found = _REGISTRY.get(str(name))
+    found = FORMATS.get(str(name))
     if found is not None:
         return found
-    if name in _BROKEN:
-        target, problem = _BROKEN[name]
-        raise ThemisError(f"trace format plugin '{name}' ({target}): {problem}", field=flag)
+    broken = FORMATS.broken_error(name, flag)
+    if broken is not None:
+        raise broken
     known = ", ".join(format_names())
     raise ThemisError(f"unknown trace format '{name}' (known: {known})", field=flag)
 
 
 def gang_field(fmt: str | None) -> str:
     """The name a format gives a job's GPU count (``gpus`` for a workload of no format)."""
-    _load()
-    found = _REGISTRY.get(fmt) if fmt is not None else None
+    found = FORMATS.get(fmt) if fmt is not None else None
     return found.gang_field if found is not None else "gpus"
 
 
