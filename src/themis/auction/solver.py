@@ -73,7 +73,7 @@ WIDE_ROW = 128
 
 #: Share of what is left after an unproven x* that its large-neighbourhood search
 #: (``bounded.neighbourhoods``) may take before the re-solves share the rest.
-LNS_BUDGET = 0.3
+LNS_BUDGET = 0.5
 
 #: How much a bidder's best entry must gain over its next for ``_uncontended`` to answer:
 #: far above ``TOLERANCE``, so that no other packing lies within the searches' tolerance
