@@ -430,8 +430,9 @@ def _solve_all_lp(
     # Within a work limit the simplex gets a part of x*'s: where it does not prove x* in
     # it (fractional LPs, hard menus) the interior point method gets the rest for the
     # bound. Under a deadline alone the simplex keeps all of x*'s time, as before: an
-    # interrupted interior point leaves worse prices than an interrupted simplex (held-out
-    # family, 1,000 bidders, loaded machine: gaps of 12-22% against 1.4-1.9%).
+    # interrupted interior point's prices can be worse than an interrupted simplex's
+    # (two trials at 1,000 held-out bidders, loaded machine: gaps of 12% and 22% against
+    # 1.4% and 1.9%, though such runs vary with the load: 7-16% in later ones).
     split = star is not None and star.nodes_left is not None
     simplex = star.share(SIMPLEX_SHARE) if split and star is not None else star
     chosen = lp.solve(budget=simplex if limited else None)
