@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from themis.auction import solver
 from themis.auction.bids import Bid, MenuEntry
+from themis.auction.bounded import dual_bound
 from themis.auction.budget import Budget, Limits
 from themis.auction.packing import Solution
 from themis.auction.partial_allocation import build_candidates, partial_allocation
@@ -207,3 +208,109 @@ def test_heldout_shaped_auctions_cut_anywhere_keep_their_promises(
     assert outcome.objective + outcome.gap >= exact.objective - 1e-9
     if not outcome.limited:
         assert outcome.objective == pytest.approx(exact.objective, abs=1e-9)
+
+
+def _heldout_like(rng: random.Random, bidders: int, machines: int) -> tuple[list[Bid], list]:
+    """Menus of ``benchmarks/heldout.py``'s family, small: entries of 1, 2 or 4 GPUs on one
+    machine or split over two, with many exact ties; their LP relaxation is fractional,
+    so a limited auction takes the LP path's interior point and bounded answers."""
+    free = [f"m{m}g{g}" for m in range(machines) for g in range(4)]
+    bids = []
+    for b in range(bidders):
+        base = rng.uniform(1.0, 30.0)
+        menu = []
+        for _ in range(5):
+            size = rng.choice((1, 2, 4))
+            if size == 1 or rng.random() < 0.6:
+                m = rng.randrange(machines)
+                gpus = [f"m{m}g{g}" for g in rng.sample(range(4), size)]
+                factor = 1.0
+            else:
+                m1, m2 = rng.sample(range(machines), 2)
+                gpus = [f"m{m1}g{g}" for g in rng.sample(range(4), size // 2)]
+                gpus += [f"m{m2}g{g}" for g in rng.sample(range(4), size // 2)]
+                factor = 0.8
+            menu.append(MenuEntry(tuple(gpus), base / (size * factor)))
+        bids.append(Bid(f"app{b}", 2.0 * base, tuple(menu)))
+    return bids, free
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    nodes=st.sampled_from([1, 20, 300, 3_000, 30_000]),
+)
+def test_limited_lp_path_answers_are_feasible_with_certified_gaps(seed: int, nodes: int) -> None:
+    """Under any work limit, on fractional LPs (the interior point, the bounded answers,
+    the neighbourhood search, re-solves answered without a search once the units run
+    out): x* and every x^-i are feasible packings, never worth more than the exact
+    optimum, and their certified bound is never below it."""
+    bids, free = _heldout_like(random.Random(seed), bidders=14, machines=5)
+    candidates = build_candidates(bids, free)
+    saved = solver.LP_FIRST_WORK
+    solver.LP_FIRST_WORK = 0  # the LP path first, as for large auctions
+    try:
+        best, without = solve_all(candidates, budget=Budget(Limits(nodes=nodes)))
+    finally:
+        solver.LP_FIRST_WORK = saved
+    exact = solver.solve(candidates)
+    _check(candidates, best, exact.objective)
+    for b, sol in without.items():
+        assert b in best.chosen
+        _check(candidates, sol, solver.solve(candidates, exclude=b).objective, b)
+        assert sol.objective >= best.objective - best.chosen[b].gain - 1e-12
+
+
+def test_the_interior_point_gives_the_lp_bound_within_the_work_limit() -> None:
+    """The interior point method (what an LP the simplex cannot finish in its share gets
+    next) gives the LP's bound (optimal duals, no vertex), certified in Python, and
+    spends its iterations' work units."""
+    bids, free = _heldout_like(random.Random(7), bidders=40, machines=10)
+    candidates = [g for g in build_candidates(bids, free) if g]
+    from themis.auction.lp_path import WarmLp
+
+    lp = WarmLp(candidates, solver.TOLERANCE)
+    budget = Budget(Limits(nodes=10**9))
+    assert lp.interior(budget) is True  # converged
+    assert budget.nodes_left is not None and budget.nodes_left < 10**9
+    exact = solver.solve(candidates)
+    bound = dual_bound(candidates, lp.prices.tolist())
+    assert bound >= exact.objective  # certified: never below the optimum
+    full = WarmLp(candidates, solver.TOLERANCE)
+    full.solve()  # the simplex's optimal duals: the same LP bound
+    assert bound == pytest.approx(dual_bound(candidates, full.prices.tolist()), abs=1e-6)
+
+
+def test_a_mip_is_not_started_on_units_that_cannot_pay_its_setup() -> None:
+    """HiGHS's root node ignores its limits: under a work limit the MIP starts only when
+    the units left cover its set-up, so a nearly spent budget cannot be overrun by it."""
+    from themis.auction.budget import MIP_UNITS_PER_COLUMN, mip_affordable
+
+    bids, free = _heldout_like(random.Random(3), bidders=10, machines=4)
+    candidates = [g for g in build_candidates(bids, free) if g]
+    entries = sum(len(g) for g in candidates)
+    enough = Budget(Limits(nodes=MIP_UNITS_PER_COLUMN * entries))
+    short = Budget(Limits(nodes=MIP_UNITS_PER_COLUMN * entries - 1))
+    assert mip_affordable(enough, entries) and solver._mip_worth(enough, candidates)
+    assert not mip_affordable(short, entries) and not solver._mip_worth(short, candidates)
+    assert solver._mip_worth(Budget.unlimited(), candidates)
+
+
+def test_work_units_weigh_highs_iterations_by_model_size() -> None:
+    """A HiGHS iteration on a large model costs more units than a search node, within a
+    cap; a re-solve's bounded answer is charged by the auction's bidders."""
+    from themis.auction.budget import (
+        MAX_IPM_UNITS,
+        MAX_ITERATION_UNITS,
+        highs_units,
+        ipm_units,
+        resolve_units,
+    )
+
+    assert highs_units(10) == 1 and ipm_units(5) == 1
+    assert 1 < highs_units(5_000) < highs_units(7_000) <= MAX_ITERATION_UNITS
+    assert highs_units(10**7) == MAX_ITERATION_UNITS and ipm_units(10**7) == MAX_IPM_UNITS
+    assert resolve_units(1_000) > resolve_units(100) > 1
+    budget = Budget(Limits(nodes=100))
+    assert budget.afford(16) == 6 and budget.afford(1_000) == 1
+    assert Budget.unlimited().afford(16) is None

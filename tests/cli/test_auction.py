@@ -35,6 +35,13 @@ def _bid(one_machine_rho: float) -> dict:
 HAND_CASE = {"gpus": GPUS, "bids": {"vgg": _bid(0.72), "resnet": _bid(0.98)}}
 
 
+#: Every key of the output document.
+KEYS = {
+    "apps", "leftover", "limited", "limit", "gap", "gap_relative", "resolve_gap", "objective",
+    "work",
+}  # fmt: skip
+
+
 def _write(tmp_path: Path, data, name: str = "auction.json") -> Path:
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
@@ -45,8 +52,9 @@ def test_vgg_against_resnet_hidden_payments(cli, tmp_path: Path) -> None:
     result = cli("auction", _write(tmp_path, HAND_CASE))
     assert result.code == 0, result.err
     out = json.loads(result.out)
-    assert set(out) == {"apps", "leftover", "limited", "gap"}
+    assert set(out) == KEYS
     assert out["limited"] is False and out["gap"] == 0.0  # proven optimal
+    assert out["limit"] is None and out["gap_relative"] == 0.0 and out["resolve_gap"] == 0.0
     vgg, resnet = out["apps"]["vgg"], out["apps"]["resnet"]
     # Proportional fair: one machine each.
     assert sorted([sorted(vgg["choice"]), sorted(resnet["choice"])]) == [MACHINE_0, MACHINE_1]
@@ -81,7 +89,12 @@ def test_app_that_wins_nothing_keeps_c_one(cli, tmp_path: Path) -> None:
         "apps": {"idle": {"choice": [], "c": 1.0, "granted": []}},
         "leftover": ALL,
         "limited": False,
+        "limit": None,
         "gap": 0.0,
+        "gap_relative": 0.0,
+        "resolve_gap": 0.0,
+        "objective": 0.0,
+        "work": 0,
     }
 
 
@@ -261,6 +274,56 @@ def test_a_node_limit_of_one_answers_with_a_bound(cli, tmp_path: Path) -> None:
     granted = [g for app in out["apps"].values() for g in app["granted"]]
     assert len(granted) == len(set(granted))
     assert all(0.0 < app["c"] <= 1.0 for app in out["apps"].values())
+
+
+def _contested(bidders: int) -> dict:
+    """``bidders`` apps that all want overlapping pairs of 6 GPUs, at different gains: one
+    work unit cannot prove which packing is best."""
+    gpus = {f"g{k}": {"machine": f"m{k // 2}", "rack": "r"} for k in range(6)}
+    bids = {}
+    for b in range(bidders):
+        menu = [
+            {"gpus": [f"g{(b + k) % 6}", f"g{(b + k + 1) % 6}"], "rho": 1.0 + 0.1 * b + 0.01 * k}
+            for k in range(3)
+        ]
+        bids[f"app{b}"] = {"none": 10.0, "menu": menu}
+    return {"gpus": gpus, "bids": bids}
+
+
+def test_a_limited_auction_reports_its_limit_and_certified_gap(cli, tmp_path: Path) -> None:
+    """Stopped on its work limit: ``limit`` says which, the gap is consistent with the
+    objective (relative = gap / bound), the work spent is reported, and stderr says so in
+    a line for people."""
+    result = cli("auction", _write(tmp_path, _contested(5)), "--node-limit", "1")
+    assert result.code == 0, result.err
+    out = json.loads(result.out)
+    assert set(out) == KEYS
+    assert out["limited"] is True and out["limit"] == "work"
+    bound = out["objective"] + out["gap"]
+    assert out["gap"] >= 0.0 and out["gap_relative"] == pytest.approx(out["gap"] / bound)
+    assert out["resolve_gap"] >= 0.0 and out["work"] >= 1
+    assert "stopped on its work limit" in result.err and "certified gap" in result.err
+
+
+def test_a_proven_auction_says_so_on_stderr(cli, tmp_path: Path) -> None:
+    result = cli("auction", _write(tmp_path, HAND_CASE))
+    out = json.loads(result.out)
+    assert out["work"] >= 1 and out["limit"] is None
+    assert (
+        result.err.strip()
+        == f"auction: 2 bidders, 2 winners; proven optimal, {out['work']} work units"
+    )
+
+
+def test_a_deadline_that_passes_is_reported_as_the_limit(cli, tmp_path: Path) -> None:
+    """A deadline far too short for the auction (1 us): the answer is still feasible and
+    names the deadline; with no work limit (``--node-limit 0``) ``work`` is null."""
+    path = _write(tmp_path, _contested(6))
+    result = cli("auction", path, "--node-limit", "0", "--deadline", "1e-6")
+    assert result.code == 0, result.err
+    out = json.loads(result.out)
+    assert out["limited"] is True and out["limit"] == "deadline" and out["work"] is None
+    assert "stopped on its deadline" in result.err
 
 
 def test_bad_limits_are_one_line_errors(cli, tmp_path: Path) -> None:

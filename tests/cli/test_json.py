@@ -61,7 +61,10 @@ def test_auction_json_is_its_usual_output(cli) -> None:
     flagged = cli("auction", ROOT / "examples" / "auction_2x2.json", "--json")
     assert flagged.code == plain.code == 0
     assert flagged.out == plain.out
-    assert set(json.loads(plain.out)) == {"apps", "leftover", "limited", "gap"}
+    assert set(json.loads(plain.out)) == {
+        "apps", "leftover", "limited", "limit", "gap", "gap_relative", "resolve_gap",
+        "objective", "work",
+    }  # fmt: skip
 
 
 def test_trace_inspect_json(cli, tiny_trace) -> None:

@@ -364,6 +364,9 @@ LNS_ROUNDS = 16
 LNS_BLOCK = 8
 #: Share of the blocks a neighbourhood frees.
 LNS_SHARE = 0.375
+#: Under a work limit, a round's sub-program has at most this many entries (else the next
+#: round frees half as many blocks).
+LNS_COLUMNS = 300
 
 
 def neighbourhoods(
@@ -386,6 +389,7 @@ def neighbourhoods(
     ``budget``: each round takes an equal part of it (HiGHS's nodes and time); a round
     whose sub-program has more than ``solver.MIP_COLUMNS`` entries frees half as many
     blocks next time."""
+    from themis.auction.budget import mip_affordable
     from themis.auction.mip import solve_mip
 
     width = max((c.mask.bit_length() for g in groups for c in g), default=0)
@@ -393,6 +397,10 @@ def neighbourhoods(
     if blocks < 4 or not groups:
         return start
     rng = random.Random(0)
+    # Under a work limit the sub-programs stay small: HiGHS's root node (cuts, heuristics)
+    # ignores its iteration limit, and its cost grows fast with the sub-program's size.
+    limited = budget is not None and budget.nodes_left is not None
+    columns = LNS_COLUMNS if limited else MIP_COLUMNS
     chosen: dict[int, Candidate] = dict(start.chosen)
     by_bidder = {g[0].bidder: g for g in groups if g}
     share = LNS_SHARE
@@ -418,11 +426,13 @@ def neighbourhoods(
             fits = [c for c in g if not c.mask & ~region]
             if fits:
                 sub.append(fits)
-        if sum(len(g) for g in sub) > MIP_COLUMNS:
+        if sum(len(g) for g in sub) > columns:
             share /= 2.0
             continue
         before = math.fsum(chosen[b].gain for b in movers)
         part = budget.share(1.0 / (rounds - r)) if budget is not None else None
+        if part is not None and not mip_affordable(part, sum(len(g) for g in sub)):
+            continue  # (the next rounds' parts are larger: what this one left goes on)
         found = solve_mip(sub, part)
         if found.objective > before + 1e-9:
             for b in movers:

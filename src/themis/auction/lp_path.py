@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from themis.auction.budget import highs_units, ipm_units
 from themis.auction.packing import Solution
 
 #: Costs are scaled as for the integer program (see ``mip.COST_SCALE``): HiGHS's
@@ -60,6 +61,10 @@ ROUNDING = 1e-10
 
 #: Solves a restricted model may take, adding the entries its proof misses each time.
 ROUNDS = 4
+
+#: Iterations the interior point method may take (``WarmLp.interior``): it converges in
+#: 15-20 on the held-out family at 200 to 1,000 bidders.
+IPM_ITERATIONS = 40
 
 #: Solves a local re-solve may take, growing its set of bidders each time, before it
 #: hands over to the global model.
@@ -141,6 +146,10 @@ class WarmLp:
         self.picked = np.zeros(0, dtype=np.int64)  # the entries of the last proven answer
         self.solved = False  # whether an unproven solve left prices and values
         self.values = np.zeros(len(self.flat))  # the LP values of that solve
+        #: Work units one simplex iteration on the whole model costs (``budget``).
+        self.weight = highs_units(len(self.ent_gpu) + len(self.flat))
+        #: ... and one interior-point iteration.
+        self.ipm_weight = ipm_units(len(self.ent_gpu) + len(self.flat))
         self._load(np.arange(len(self.flat)))
 
     def restricted(self, columns: np.ndarray) -> WarmLp:
@@ -239,10 +248,11 @@ class WarmLp:
             highs.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.zeros(len(cols)))
         try:
             for _ in range(ROUNDS):
-                self.limited = apply_limits(highs, budget, self.limited)
+                self.limited = apply_limits(highs, budget, self.limited, self.weight)
                 highs.run()
                 if budget is not None:
-                    budget.spend(max(0, int(highs.getInfo().simplex_iteration_count)))
+                    iterations = max(0, int(highs.getInfo().simplex_iteration_count))
+                    budget.spend(iterations * self.weight)
                 solution = highs.getSolution()
                 if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:
                     self._remember(solution)
@@ -262,6 +272,38 @@ class WarmLp:
         finally:
             if len(cols):
                 highs.changeColsBounds(len(cols), cols, np.zeros(len(cols)), np.ones(len(cols)))
+
+    def interior(self, budget: Any = None) -> bool:
+        """Solve the LP relaxation by HiGHS's interior point method, without crossover, for
+        its GPU prices and LP values only (``prices``, ``rounded``): no vertex, so no proof
+        of an integral optimum. On the fractional LPs of hard menus it finishes in 15-20
+        iterations where the simplex needs tens of thousands (held-out family, 400
+        bidders: 0.14 s against 3-4 s, the same bound). At most ``IPM_ITERATIONS``
+        iterations of ``budget.ipm_units`` each. Returns whether it converged; either way
+        it leaves prices (an unfinished run's are valid too, only looser) and values."""
+        highs = self.highs
+        weight = self.ipm_weight
+        iterations = IPM_ITERATIONS
+        if budget is not None:
+            afford = budget.afford(weight)
+            if afford is not None:
+                iterations = min(iterations, afford)
+            seconds = budget.seconds_left()
+            if seconds is not None:
+                highs.setOptionValue("time_limit", max(1e-3, seconds))
+        highs.setOptionValue("solver", "ipm")
+        highs.setOptionValue("run_crossover", "off")
+        highs.setOptionValue("ipm_iteration_limit", int(iterations))
+        try:
+            highs.run()
+        finally:
+            highs.setOptionValue("solver", "choose")
+            highs.setOptionValue("run_crossover", "on")
+            highs.setOptionValue("ipm_iteration_limit", _highs.kHighsIInf)
+        if budget is not None:
+            budget.spend(max(0, int(highs.getInfo().ipm_iteration_count)) * weight)
+        self._remember(highs.getSolution())
+        return bool(highs.getModelStatus() == _highs.HighsModelStatus.kOptimal)
 
     def _remember(self, solution: Any) -> None:
         """Keep an unproven solve's GPU prices (any prices >= 0 give a valid bound) and LP
@@ -341,16 +383,17 @@ class WarmLp:
         return None, np.flatnonzero(missing)
 
 
-def apply_limits(highs: Any, budget: Any, limited: bool) -> bool:
-    """Set HiGHS's simplex iteration and time limits from ``budget``'s allowance (or clear
-    them, if set before, when there is none); returns whether limits are now set."""
+def apply_limits(highs: Any, budget: Any, limited: bool, weight: int = 1) -> bool:
+    """Set HiGHS's simplex iteration and time limits from ``budget``'s allowance, each
+    iteration costing ``weight`` work units (or clear them, if set before, when there is
+    none); returns whether limits are now set."""
     if budget is None or not budget.active:
         if limited:
             highs.setOptionValue("simplex_iteration_limit", _highs.kHighsIInf)
             highs.setOptionValue("time_limit", _highs.kHighsInf)
         return False
-    nodes = budget.allowance()
-    iterations = _highs.kHighsIInf if nodes is None else max(1, min(nodes, _highs.kHighsIInf))
+    nodes = budget.afford(weight)
+    iterations = _highs.kHighsIInf if nodes is None else min(nodes, _highs.kHighsIInf)
     highs.setOptionValue("simplex_iteration_limit", int(iterations))
     seconds = budget.seconds_left()
     highs.setOptionValue("time_limit", _highs.kHighsInf if seconds is None else max(1e-3, seconds))
@@ -610,10 +653,11 @@ class LocalResolver:
         basis.row_status = [status.kUpper if t else status.kBasic for t in tight.tolist()]
         basis.valid = True
         highs.setBasis(basis)
-        self.limited = apply_limits(highs, budget, self.limited)
+        weight = highs_units(len(index) + height)
+        self.limited = apply_limits(highs, budget, self.limited, weight)
         highs.run()
         if budget is not None:
-            budget.spend(max(0, int(highs.getInfo().simplex_iteration_count)))
+            budget.spend(max(0, int(highs.getInfo().simplex_iteration_count)) * weight)
         self.solves += 1
         if highs.getModelStatus() != _highs.HighsModelStatus.kOptimal:
             return None, gpus, gpus  # pragma: no cover - a bounded feasible LP always solves

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from themis.auction.budget import MIP_UNITS_PER_COLUMN, highs_units
 from themis.auction.packing import Candidate, Solution
 
 if TYPE_CHECKING:
@@ -79,10 +80,14 @@ def solve_mip(
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("mip_rel_gap", 0.0)
     limited = budget is not None and budget.active
+    # A MIP node and each of its LP iterations cost more on a larger model (``budget``),
+    # and the root's presolve, cuts and heuristics more with more columns.
+    weight = highs_units(len(index))
+    setup = MIP_UNITS_PER_COLUMN * n
     if budget is not None:
-        nodes = budget.allowance()
+        nodes = budget.afford(weight)
         if nodes is not None:
-            highs.setOptionValue("mip_max_nodes", max(1, nodes))
+            highs.setOptionValue("mip_max_nodes", nodes)
         seconds = budget.seconds_left()
         if seconds is not None:
             highs.setOptionValue("time_limit", max(MIN_SECONDS, seconds))
@@ -90,7 +95,8 @@ def solve_mip(
     highs.run()
     info = highs.getInfo()
     if budget is not None:
-        budget.spend(int(info.mip_node_count) + max(0, int(info.simplex_iteration_count)))
+        work = int(info.mip_node_count) + max(0, int(info.simplex_iteration_count))
+        budget.spend(work * weight + setup)
     status = highs.getModelStatus()
     proven = status == highspy.HighsModelStatus.kOptimal
     if not proven and not limited:  # pragma: no cover - a bounded 0/1 program solves

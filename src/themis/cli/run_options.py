@@ -91,7 +91,7 @@ class RunConfig:
     tiresias_promote_knob: float | None = None
     #: Gandiva: its time slice in seconds.
     gandiva_slice_s: float = defaults.GANDIVA_SLICE_S
-    #: Themis: search nodes one auction may take (None: no limit; docs/auction.md).
+    #: Themis: work units one auction may take (None: no limit; docs/auction.md).
     auction_node_limit: int | None = DEFAULT_NODE_LIMIT
     #: Themis: wall-clock seconds one auction may take (None: no deadline).
     auction_deadline_s: float | None = None

@@ -94,7 +94,7 @@ class PolicyOptions:
     #: Gandiva: the round-robin time slice in seconds (Gandiva switches about every 60 s;
     #: not the lease).
     gandiva_slice: float = 60.0
-    #: Themis: search nodes one auction may take, deterministic (None: no limit), and
+    #: Themis: work units one auction may take, deterministic (None: no limit), and
     #: wall-clock seconds (None: no deadline; the runtime sets one). docs/auction.md.
     auction_node_limit: int | None = DEFAULT_NODE_LIMIT
     auction_deadline: float | None = None

@@ -209,8 +209,8 @@ KNOBS: tuple[Knob, ...] = (
     ),
     Knob(
         "auction_node_limit", "--auction-node-limit",
-        "Themis: search nodes one auction may take before it answers with its best "
-        "allocation and a bound on the gap (0: no limit; docs/auction.md).",
+        "Themis: work units (~5 us of CPU each) one auction may take before it answers "
+        "with its best allocation and a bound on the gap (0: no limit; docs/auction.md).",
         int, _nodes, metavar="N", read=lambda n: n or None,
     ),
     Knob(

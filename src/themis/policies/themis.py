@@ -47,6 +47,11 @@ class ThemisPolicy(Policy):
         another_run = view.order is not None and view.order is not self._order
         self._order = view.order
         if self._arbiter is None or self._arbiter.cluster is not view.cluster or another_run:
+            if self.options.auction_deadline is not None:
+                # The solvers' imports must not eat into the first auction's deadline.
+                from themis.auction.preload import load_solvers
+
+                load_solvers()
             self._arbiter = Arbiter(
                 view.cluster,
                 self.options.fairness_knob,
