@@ -199,7 +199,7 @@ def test_the_option_reaches_the_arbiter_and_the_run_record() -> None:
     config = make_config(renew_within_share=True)
     assert config.to_dict()["renew_within_share"] is True
     assert "renew_within_share" not in make_config().to_dict()  # old summaries unchanged
-    policy = make_policy("themis", config.policy_options())
+    policy = make_policy("themis", config.options)
     cluster = Cluster.from_spec("1x1x8")
     arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
     assert arbiter.renew_within_share is True

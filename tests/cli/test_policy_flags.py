@@ -88,7 +88,7 @@ def test_a_bad_value_is_refused_wherever_the_options_are_made(
     assert made.value.field == flag and text in made.value.message
     # the runtime's options, before anything starts
     with pytest.raises(BadOption, match=re.escape(text)):
-        ServiceOptions(knobs=tuple(values.items()))
+        ServiceOptions(knobs=PolicyOptions.of(values))
 
 
 @pytest.mark.parametrize("command", ["simulate", "serve"])
@@ -122,7 +122,7 @@ def test_serve_says_the_renewal_default_it_runs(cli_run) -> None:
     said = " ".join(cli_run("serve", "--help").out.split())  # the help's lines unwrapped
     assert "[default: (on once a restart is measured to cost time)]" in said
     assert "--measure-restart-cost / --fixed-restart-cost" in said
-    policy = make_policy("themis", ServiceOptions().policy_options())
+    policy = make_policy("themis", ServiceOptions().knobs)
     assert policy.renews_within_share is False  # type: ignore[attr-defined]
     policy.set_restart_cost(30.0)  # what the simulator, and now the service, tells it
     assert policy.renews_within_share is True  # type: ignore[attr-defined]

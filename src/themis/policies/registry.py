@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from themis.errors import ThemisError
 from themis.policies.base import Policy, PolicyOptions
+from themis.policies.knobs import BadOption, Knob, all_knobs, declare
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -40,6 +41,9 @@ def register(cls: type[Policy]) -> type[Policy]:
     registered twice is a programming error (``ValueError``), not a user's."""
     if cls.name in _REGISTRY:
         raise ValueError(f"policy '{cls.name}' registered twice")
+    problem = declare(cls.knobs)
+    if problem is not None:
+        raise ValueError(f"policy '{cls.name}': {problem}")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -51,6 +55,13 @@ ENTRY_POINT_GROUP = "themis.policies"
 _NOT_POLICIES = frozenset({"base", "knobs", "registry"})
 #: Listed first, in this order; the rest follow by name.
 _FIRST = ("themis",)
+
+
+def knobs() -> tuple[Knob, ...]:
+    """Every knob: the built-ins' table, then those the plug-in policies declare (loaded
+    first, so that their flags, config keys and recorded names are known)."""
+    _load_builtins()
+    return all_knobs()
 
 
 def policy_names() -> list[str]:
@@ -92,7 +103,12 @@ def make_policy(name: str, options: PolicyOptions | None = None) -> Policy:
     cls = _REGISTRY.get(name)
     if cls is None:
         raise unknown_policy(name)
-    return cls(options or PolicyOptions())
+    options = options or PolicyOptions()
+    known = {knob.field for knob in all_knobs()}
+    for field, _ in options.plugin_knobs:
+        if field not in known:
+            raise BadOption("no installed policy declares this knob", field=field)
+    return cls(options)
 
 
 _loaded = False
@@ -145,6 +161,9 @@ def _register_plugin(entry: EntryPoint) -> str | None:
                 f"the entry point's '{entry.name}'"
             )
         if existing is None:
+            problem = declare(target.knobs)
+            if problem is not None:
+                return problem
             register(target)
         elif existing is not target:
             return f"another package registers '{entry.name}' too"
