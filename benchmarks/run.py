@@ -22,6 +22,7 @@ import statistics
 import sys
 import time
 
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import t_cluster
 from themis.fairness.shares import FairShares
@@ -98,7 +99,7 @@ def time_auction_round(bidders: int, repeats: int) -> tuple[float, int]:
     granted = 0
     for r in range(repeats):
         cluster, view = auction_round_view(bidders, seed=r)
-        arbiter = Arbiter(cluster, fairness_knob=0.0, lease=600.0, rng=random.Random(r))
+        arbiter = Arbiter(cluster, ArbiterOptions(fairness_knob=0.0, lease=600.0), random.Random(r))
         start = time.perf_counter()
         schedule = arbiter.run_round(view)
         times.append(time.perf_counter() - start)

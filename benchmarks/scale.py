@@ -99,6 +99,7 @@ def _child_round(gpus: int, seed: int) -> dict[str, float]:
     from instances import rack_spec
     from run import auction_round_view  # the HyperDrive-like apps of benchmarks/run.py
 
+    from themis.arbiter.options import ArbiterOptions
     from themis.arbiter.round import Arbiter
     from themis.policies import PolicyOptions
 
@@ -106,7 +107,7 @@ def _child_round(gpus: int, seed: int) -> dict[str, float]:
     apps = max(10, gpus // 10)
     cluster, view = auction_round_view(apps, seed=seed, cluster_spec=cluster_spec)
     knob = PolicyOptions().fairness_knob
-    arbiter = Arbiter(cluster, fairness_knob=knob, lease=600.0, rng=random.Random(seed))
+    arbiter = Arbiter(cluster, ArbiterOptions(fairness_knob=knob, lease=600.0), random.Random(seed))
     result = _measure(lambda: arbiter.run_round(view))
     result["size_gpus"] = cluster.size
     return result

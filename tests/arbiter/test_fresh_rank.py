@@ -8,6 +8,7 @@ import random
 import pytest
 
 from tests.policies.hand import hold, make_app, view
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.ranking import rank_n
 from themis.arbiter.round import Arbiter, rank_fresh_by_standing
 from themis.fairness.ftf import RHO_MAX, t_cluster
@@ -64,7 +65,11 @@ def test_a_worse_off_running_app_is_offered_before_a_fresh_one(
     ranking: str, offered: list[str]
 ) -> None:
     cluster, r, s = _running_and_fresh()
-    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), reservation_bound=0.0, ranking=ranking)
+    arbiter = Arbiter(
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=600.0, reservation_bound=0.0, ranking=ranking),
+        random.Random(0),
+    )
     arbiter.run_round(view(cluster, [r, s], 1000.0))
     record = arbiter.last_round
     assert record is not None
@@ -88,5 +93,7 @@ def test_the_verified_rank_takes_the_larger_of_n_avg_and_n_now(
     ranking: str, n_avg: float, expected: float
 ) -> None:
     cluster, r, s = _running_and_fresh()
-    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=ranking)
+    arbiter = Arbiter(
+        cluster, ArbiterOptions(fairness_knob=0.8, lease=600.0, ranking=ranking), random.Random(0)
+    )
     assert rank_n(arbiter.ranking, view(cluster, [r, s], 1000.0), r, n_avg) == expected

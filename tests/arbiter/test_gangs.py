@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from tests.policies.hand import TOY, hold, make_app, view, workload
 from tests.simulator.test_invariants import check_result, idle_while_waiting, scenarios
 from themis.arbiter.offer import first_gpu_wait
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.reservation import choose_target
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import RemainingWork, starving_rho, t_cluster
@@ -114,7 +115,11 @@ def test_small_bundles_are_carved_from_the_most_fragmented_machine() -> None:
         hold(job, (k,), 0.0, 1000.0)
     busy.touch()
     small = make_app("small", 10.0, [(1, 100.0)])
-    arbiter = Arbiter(cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0)
+    arbiter = Arbiter(
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=100.0, reservation_bound=0.0),
+        random.Random(0),
+    )
     schedule = arbiter.run_round(view(cluster, [busy, small], 10.0))
     placed = {job.job_id: a.gpus for job, a in schedule.items() if job.app is small}
     assert placed == {"small0": (3,)}
@@ -133,12 +138,20 @@ def test_choose_target_prefers_the_machine_ready_soonest() -> None:
 
 
 def test_aligned_lease_ends_fall_on_the_grid() -> None:
-    arbiter = Arbiter(Cluster.from_spec("1x1x2"), 0.8, 600.0, random.Random(0), lease_align=600.0)
+    arbiter = Arbiter(
+        Cluster.from_spec("1x1x2"),
+        ArbiterOptions(fairness_knob=0.8, lease=600.0, lease_align=600.0),
+        random.Random(0),
+    )
     assert arbiter.lease_end(0.0) == 600.0
     assert arbiter.lease_end(250.0) == 600.0  # 850 -> nearest grid point 600
     assert arbiter.lease_end(350.0) == 1200.0  # 950 -> 1200
     assert arbiter.lease_end(10.0) == 600.0
-    tiny = Arbiter(Cluster.from_spec("1x1x2"), 0.8, 10.0, random.Random(0), lease_align=600.0)
+    tiny = Arbiter(
+        Cluster.from_spec("1x1x2"),
+        ArbiterOptions(fairness_knob=0.8, lease=10.0, lease_align=600.0),
+        random.Random(0),
+    )
     assert tiny.lease_end(0.0) == 600.0  # never at or before now
 
 
@@ -194,7 +207,9 @@ def test_the_app_waiting_longest_for_its_first_gpu_is_offered_too() -> None:
         ("verified-tiered", ["early", "g1"]),
     ):
         arbiter = Arbiter(
-            cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, ranking=ranking
+            cluster,
+            ArbiterOptions(fairness_knob=0.8, lease=100.0, reservation_bound=0.0, ranking=ranking),
+            random.Random(0),
         )
         arbiter.run_round(view(cluster, [early, *gangs], 10.0))
         record = arbiter.last_round
@@ -216,7 +231,9 @@ def test_an_app_once_granted_a_gpu_leaves_the_first_gpu_slot() -> None:
     # is no newcomer; "new" (later arrival, never granted) takes the slot instead.
     cluster = Cluster.from_spec("1x1x8")
     arbiter = Arbiter(
-        cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, ranking="declared"
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=100.0, reservation_bound=0.0, ranking="declared"),
+        random.Random(0),
     )
     old = _timed(make_app("old", 0.0, [(1, 1000.0)]), cluster)
     arbiter.run_round(view(cluster, [old], 0.0))

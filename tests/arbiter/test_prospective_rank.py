@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tests.policies.hand import hold, make_app, view
-from themis.arbiter.options import PROSPECTIVE
+from themis.arbiter.options import PROSPECTIVE, ArbiterOptions
 from themis.arbiter.ranking import prospective_ranks
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import t_cluster
@@ -50,7 +50,11 @@ def test_the_prospective_rank_is_the_rho_with_the_gpus_the_app_would_get(
     ideal: str, r_rank: float, s_rank: float
 ) -> None:
     cluster, r, s = _running_and_fresh()
-    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=PROSPECTIVE, ideal=ideal)
+    arbiter = Arbiter(
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=600.0, ranking=PROSPECTIVE, ideal=ideal),
+        random.Random(0),
+    )
     v = view(cluster, [r, s], 1000.0)
     ranks = prospective_ranks(
         arbiter,
@@ -80,7 +84,11 @@ def test_the_two_rankings_order_the_same_two_apps_differently(
     ranking: str, offered: list[str]
 ) -> None:
     cluster, r, s = _running_and_fresh()
-    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), reservation_bound=0.0, ranking=ranking)
+    arbiter = Arbiter(
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=600.0, reservation_bound=0.0, ranking=ranking),
+        random.Random(0),
+    )
     arbiter.run_round(view(cluster, [r, s], 1000.0))
     assert arbiter.last_round is not None
     assert arbiter.last_round.offered == offered
@@ -90,7 +98,11 @@ def test_what_an_app_would_get_is_capped_by_the_free_gpus() -> None:
     # With one GPU free R would get 2 kept + 1 = 3: its work left on 3 GPUs (31,800 / 3
     # = 10,600 s) makes (1,000 + 10,600) / 8,000 = 1.45, worse off than with 8 GPUs.
     cluster, r, s = _running_and_fresh()
-    arbiter = Arbiter(cluster, 0.8, 600.0, random.Random(0), ranking=PROSPECTIVE)
+    arbiter = Arbiter(
+        cluster,
+        ArbiterOptions(fairness_knob=0.8, lease=600.0, ranking=PROSPECTIVE),
+        random.Random(0),
+    )
     v = view(cluster, [r, s], 1000.0)
     ranks = prospective_ranks(arbiter, v, [r], {"R": [0, 1]}, 1, {"R": 1.0}, {"R": None}, 1000.0)
     assert ranks["R"] == pytest.approx(1.45)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.policies.hand import hold, make_app, view
 from tests.simulator.test_invariants import check_result, scenarios
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.round import Arbiter, renewed_count
 from themis.fairness.ftf import t_cluster
 from themis.model.cluster import Cluster
@@ -49,12 +50,14 @@ def _round(share: float):
     # ranks first; the verified ranking's order of fresh apps: test_fresh_rank.py)
     arbiter = Arbiter(
         cluster,
-        0.8,
-        100.0,
+        ArbiterOptions(
+            fairness_knob=0.8,
+            lease=100.0,
+            reservation_bound=0.0,
+            ranking="verified-tiered",
+            renewal_share=share,
+        ),
         random.Random(0),
-        reservation_bound=0.0,
-        renewal_share=share,
-        ranking="verified-tiered",
     )
     changes = arbiter.run_changes(view(cluster, [*apps, waiting], 100.0))
     return arbiter, changes, {a.app_id: a for a in [*apps, waiting]}
@@ -128,7 +131,11 @@ def test_a_reservation_is_judged_without_the_renewals_and_takes_their_gpus() -> 
     gang = make_app("g", 50.0, [(8, 8000.0)])
     gang.t_cluster = t_cluster(gang.profile, gang.remaining_by_gang(50.0), cluster.shape)
     arbiter = Arbiter(
-        cluster, 0.8, 100.0, random.Random(0), renewal_share=0.6, ranking="verified-tiered"
+        cluster,
+        ArbiterOptions(
+            fairness_knob=0.8, lease=100.0, ranking="verified-tiered", renewal_share=0.6
+        ),
+        random.Random(0),
     )
     changes = arbiter.run_changes(view(cluster, [*apps, gang], 100.0))
     assert changes.start[gang.jobs[0]].gpus == tuple(range(8))
@@ -147,7 +154,11 @@ def _within_share_round(within: bool):
         hold(over.jobs[k], (8 + 2 * k, 9 + 2 * k), 0.0, 100.0)
     waiting = _sweep("w", 50.0, cluster)
     arbiter = Arbiter(
-        cluster, 0.8, 100.0, random.Random(0), reservation_bound=0.0, renew_within_share=within
+        cluster,
+        ArbiterOptions(
+            fairness_knob=0.8, lease=100.0, reservation_bound=0.0, renew_within_share=within
+        ),
+        random.Random(0),
     )
     changes = arbiter.run_changes(view(cluster, [*apps, over, waiting], 100.0))
     return arbiter, changes, {a.app_id: a for a in [*apps, over, waiting]}
@@ -188,7 +199,7 @@ def test_the_option_reaches_the_arbiter_and_the_run_record() -> None:
     config = make_config(renew_within_share=True)
     assert config.to_dict()["renew_within_share"] is True
     assert "renew_within_share" not in make_config().to_dict()  # old summaries unchanged
-    policy = make_policy("themis", config.policy_options())
+    policy = make_policy("themis", config.options)
     cluster = Cluster.from_spec("1x1x8")
     arbiter = policy._arbiter_for(view(cluster, [_sweep("a", 0.0, cluster)], 0.0))  # type: ignore[attr-defined]
     assert arbiter.renew_within_share is True

@@ -21,8 +21,8 @@ def config(**kw: Any):
 
 def test_defaults_are_the_authors_runs() -> None:
     c = config()
-    tiresias = make_policy("tiresias", c.policy_options())
-    gandiva = make_policy("gandiva", c.policy_options())
+    tiresias = make_policy("tiresias", c.options)
+    gandiva = make_policy("gandiva", c.options)
     assert tiresias.thresholds == (3250.0, 7200.0)  # type: ignore[attr-defined]
     assert tiresias.promote_knob == float("inf")  # type: ignore[attr-defined]
     assert gandiva.slice == 60.0  # type: ignore[attr-defined]
@@ -32,9 +32,9 @@ def test_defaults_are_the_authors_runs() -> None:
 
 def test_settings_reach_the_policies_and_the_record() -> None:
     c = config(tiresias_queues="3600", tiresias_promote_knob=8.0, gandiva_slice=600.0)
-    tiresias = make_policy("tiresias", c.policy_options())
+    tiresias = make_policy("tiresias", c.options)
     assert (tiresias.thresholds, tiresias.promote_knob) == ((3600.0,), 8.0)  # type: ignore[attr-defined]
-    assert make_policy("gandiva", c.policy_options()).slice == 600.0  # type: ignore[attr-defined]
+    assert make_policy("gandiva", c.options).slice == 600.0  # type: ignore[attr-defined]
     record = c.to_dict()
     assert (record["tiresias_queues"], record["tiresias_promote_knob"]) == ([3600.0], 8.0)
     assert record["gandiva_slice_s"] == 600.0
@@ -58,8 +58,8 @@ def test_bad_values_name_the_flag(kw: dict[str, Any], flag: str) -> None:
 
 
 def test_gavel_resolve_reaches_gavel_and_is_recorded() -> None:
-    assert make_policy("gavel", config().policy_options()).resolve == "simulator"  # type: ignore[attr-defined]
+    assert make_policy("gavel", config().options).resolve == "simulator"  # type: ignore[attr-defined]
     c = config(gavel_resolve="cluster")
-    assert make_policy("gavel", c.policy_options()).resolve == "cluster"  # type: ignore[attr-defined]
-    assert make_policy("gavel-mmf", c.policy_options()).resolve == "cluster"  # type: ignore[attr-defined]
+    assert make_policy("gavel", c.options).resolve == "cluster"  # type: ignore[attr-defined]
+    assert make_policy("gavel-mmf", c.options).resolve == "cluster"  # type: ignore[attr-defined]
     assert c.to_dict()["gavel_resolve"] == "cluster"

@@ -4,6 +4,7 @@ value is refused the same way from each."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -88,7 +89,7 @@ def test_a_bad_value_is_refused_wherever_the_options_are_made(
     assert made.value.field == flag and text in made.value.message
     # the runtime's options, before anything starts
     with pytest.raises(BadOption, match=re.escape(text)):
-        ServiceOptions(knobs=tuple(values.items()))
+        ServiceOptions(knobs=PolicyOptions.of(values))
 
 
 @pytest.mark.parametrize("command", ["simulate", "serve"])
@@ -122,7 +123,41 @@ def test_serve_says_the_renewal_default_it_runs(cli_run) -> None:
     said = " ".join(cli_run("serve", "--help").out.split())  # the help's lines unwrapped
     assert "[default: (on once a restart is measured to cost time)]" in said
     assert "--measure-restart-cost / --fixed-restart-cost" in said
-    policy = make_policy("themis", ServiceOptions().policy_options())
+    policy = make_policy("themis", ServiceOptions().knobs)
     assert policy.renews_within_share is False  # type: ignore[attr-defined]
     policy.set_restart_cost(30.0)  # what the simulator, and now the service, tells it
     assert policy.renews_within_share is True  # type: ignore[attr-defined]
+
+
+def _spelled(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every name a module's code spells: identifiers, attributes, keywords, parameters
+    and whole string constants (a help text mentioning a flag is prose, not a spelling)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            out.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute):
+            out.append((node.lineno, node.attr))
+        elif isinstance(node, ast.keyword) and node.arg is not None:
+            out.append((node.value.lineno, node.arg))
+        elif isinstance(node, ast.arg):
+            out.append((node.lineno, node.arg))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append((node.lineno, node.value))
+    return out
+
+
+def test_no_knob_is_spelled_in_the_command_line_package() -> None:
+    """The command line carries the knobs as one ``PolicyOptions`` and makes their flags
+    from the table: no module of ``cli/`` names a knob (field, parameter, recorded key or
+    flag), so adding one touches the table, ``PolicyOptions`` and the policy alone."""
+    import themis.cli
+
+    names = {n for k in KNOBS for n in (k.field, k.name, k.recorded, k.flag)}
+    found = [
+        f"{path.name}:{line}: {name}"
+        for path in sorted(Path(themis.cli.__file__).parent.glob("*.py"))
+        for line, name in _spelled(ast.parse(path.read_text()))
+        if name in names
+    ]
+    assert not found, found

@@ -13,6 +13,7 @@ import pytest
 
 from tests.policies.hand import hold, make_app
 from themis.agent.agent import Agent
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.round import Arbiter
 from themis.fairness.ftf import t_cluster
 from themis.model.cluster import Cluster
@@ -63,7 +64,9 @@ def test_the_verified_ranking_follows_the_ideal_time(ideal: str, worst: str) -> 
     # off, and is offered first.
     small = _progressed("small", 1, 500.0)
     big = _progressed("big", 64, 1000.0 / 3)
-    arbiter = Arbiter(C64, 0.8, 600.0, random.Random(0), ideal=ideal)
+    arbiter = Arbiter(
+        C64, ArbiterOptions(fairness_knob=0.8, lease=600.0, ideal=ideal), random.Random(0)
+    )
     arbiter.plan(SchedulingView(1000.0, C64, [small, big], lambda _app: 2.0))
     assert arbiter.last_round is not None
     assert arbiter.last_round.offered[0] == worst

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests import dist_info
+from themis.cli import main
 from themis.cli.main import run
 from themis.errors import ThemisError
-from themis.policies import make_policy, policy_names, registry
+from themis.policies import knobs, make_policy, policy_names, registry
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "policy_plugin"
 
@@ -33,13 +34,22 @@ def fresh_registry():
     test (its policy modules included, so that later tests find a loaded registry even
     when this file runs first)."""
     saved = (registry._REGISTRY, registry._BROKEN, registry._loaded)
-    keep = {"themis.policies.registry", "themis.policies.base"}
+    declared = dict(knobs._DECLARED)  # the plug-ins' knobs, declared as they register
+    keep = {"themis.policies.registry", "themis.policies.base", "themis.policies.knobs"}
+    keep_cli = {"themis.cli.main", "themis.cli.groups"}
 
     def ours(name: str) -> bool:
-        return (name.startswith("themis.policies.") and name not in keep) or name == "themis_lifo"
+        # The commands too: their flags, a plug-in's knobs among them, are made when
+        # their module is imported.
+        commands = name.startswith("themis.cli.") and name not in keep_cli
+        policies = name.startswith("themis.policies.") and name not in keep
+        return policies or commands or name == "themis_lifo"
 
     modules = {m: sys.modules[m] for m in list(sys.modules) if ours(m)}
     registry._REGISTRY, registry._BROKEN, registry._loaded = {}, {}, False
+    knobs._DECLARED.clear()
+    commands = dict(main.cli.commands)  # loaded on first use, and kept
+    main.cli.commands.clear()
     for name in modules:
         del sys.modules[name]  # re-imported: registered again
     yield
@@ -47,6 +57,10 @@ def fresh_registry():
         del sys.modules[name]
     sys.modules.update(modules)
     registry._REGISTRY, registry._BROKEN, registry._loaded = saved
+    knobs._DECLARED.clear()
+    knobs._DECLARED.update(declared)
+    main.cli.commands.clear()
+    main.cli.commands.update(commands)
 
 
 def example_entries() -> dict[str, str]:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from themis.arbiter.leftover import allocate_leftover
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.round import Arbiter, offered_count
 from themis.errors import ThemisError
 from themis.fairness.ftf import t_cluster
@@ -257,7 +258,9 @@ def check_round(schedule, apps: list[AppState]) -> dict[str, tuple[int, ...]]:
 
 def test_round_rhos_and_only_worst_offered_with_f_near_one(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.99, 30.0, random.Random(1), ranking="declared")
+    arbiter = Arbiter(
+        c, ArbiterOptions(fairness_knob=0.99, lease=30.0, ranking="declared"), random.Random(1)
+    )
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -282,7 +285,9 @@ def test_verified_ranking_reads_progress_not_declared_remaining_work(three_apps)
     GPU in 100 s (fair time 100 s alone, times N = 2: rho 0.5), whatever each declares is
     left; the tie goes to arrival, then id: A is offered, not C (the worst by declared rho)."""
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.99, 30.0, random.Random(1), ranking="verified")
+    arbiter = Arbiter(
+        c, ArbiterOptions(fairness_knob=0.99, lease=30.0, ranking="verified"), random.Random(1)
+    )
     arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None and rec.offered == ["A"]
@@ -291,7 +296,9 @@ def test_verified_ranking_reads_progress_not_declared_remaining_work(three_apps)
 
 def test_round_f_half_offers_the_two_worst(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.0), ranking="declared")  # rounding up
+    arbiter = Arbiter(
+        c, ArbiterOptions(fairness_knob=0.5, lease=30.0, ranking="declared"), FixedRandom(0.0)
+    )  # rounding up
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -311,7 +318,9 @@ def test_round_hidden_payment_goes_to_the_worst_off_app_that_did_not_pay_it(thre
     # Same round, rounding always down: B's 0.6875 of one GPU is nothing; GPU 3 is
     # leftover. B paid it as its hidden payment, so B comes last; of the others the worst
     # off (C, rho 0.8, ahead of A's 0.545) gets it, whether it was offered or not.
-    arbiter = Arbiter(c, 0.5, 30.0, FixedRandom(0.999), ranking="declared")
+    arbiter = Arbiter(
+        c, ArbiterOptions(fairness_knob=0.5, lease=30.0, ranking="declared"), FixedRandom(0.999)
+    )
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -325,7 +334,9 @@ def test_round_hidden_payment_goes_to_the_worst_off_app_that_did_not_pay_it(thre
 
 def test_round_with_everyone_offered_leftover_goes_worst_first(three_apps) -> None:
     c, apps = three_apps
-    arbiter = Arbiter(c, 0.0, 30.0, FixedRandom(0.999), ranking="declared")
+    arbiter = Arbiter(
+        c, ArbiterOptions(fairness_knob=0.0, lease=30.0, ranking="declared"), FixedRandom(0.999)
+    )
     s = arbiter.run_round(view(c, apps, 100.0))
     rec = arbiter.last_round
     assert rec is not None
@@ -341,7 +352,7 @@ def test_round_renews_expiring_lease_without_restart() -> None:
     a = make_app("a", 0.0, [(1, 100.0), (1, 100.0)], c)
     run_job(a.jobs[0], (1,), 0.0, 30.0)  # its lease ends now
     run_job(a.jobs[1], (0,), 0.0, 30.0)
-    arbiter = Arbiter(c, 0.8, 30.0, random.Random(0))
+    arbiter = Arbiter(c, ArbiterOptions(fairness_knob=0.8, lease=30.0), random.Random(0))
     s = arbiter.run_round(view(c, [a], 30.0, n_avg=1.0))
     assert {j.job_id: (asg.gpus, asg.until) for j, asg in s.items()} == {
         "a0": ((1,), 60.0),
@@ -353,7 +364,7 @@ def test_round_with_nothing_free_changes_nothing(three_apps) -> None:
     c, apps = three_apps
     d = make_app("D", 0.0, [(1, 500.0)], c)
     run_job(d.jobs[0], (3,), 0.0, 1000.0)  # GPU 3 busy too; no lease ends now
-    arbiter = Arbiter(c, 0.0, 30.0, random.Random(0))
+    arbiter = Arbiter(c, ArbiterOptions(fairness_knob=0.0, lease=30.0), random.Random(0))
     s = arbiter.run_round(view(c, [*apps, d], 100.0))
     assert {j.job_id: (a.gpus, a.until) for j, a in s.items()} == {
         "A0": ((0,), 1000.0),

@@ -116,7 +116,7 @@ def run(trace: str, cluster: str, **kw: object) -> tuple[SimulationResult, Itera
         **kw,  # type: ignore[arg-type]
     )
     workload, cluster_ = load_inputs(config)
-    policy = make_policy("tiresias", config.policy_options())
+    policy = make_policy("tiresias", config.options)
     return simulate(workload, cluster_, policy, batch_window=30.0), workload.apps
 
 

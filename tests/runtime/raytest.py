@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from themis.policies import make_policy
 from themis.reports import app_rows
 from themis.runtime.loop.app_model import app_profile, app_spec
 from themis.runtime.loop.commands import submit_command
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.store import Store
@@ -25,7 +27,12 @@ from themis.simulator import simulate
 
 #: Short leases and grace so that a test sees several of each in seconds.
 FAST = ServiceOptions(
-    lease=8.0, batch_window=1.0, grace=4.0, tick=0.1, inventory_every=0.5, status_every=0.5
+    knobs=replace(RUNTIME_KNOBS, lease=8.0),
+    batch_window=1.0,
+    grace=4.0,
+    tick=0.1,
+    inventory_every=0.5,
+    status_every=0.5,
 )
 
 
@@ -104,7 +111,7 @@ def simulated_rho(store: Store, service: ArbiterService) -> dict[str, float]:
     result = simulate(
         workload,
         service.cluster,
-        make_policy(options.policy, options.policy_options()),
+        make_policy(options.policy, options.knobs),
         batch_window=options.batch_window,
     )
     return {row.app_id: row.rho for row in app_rows(result)}

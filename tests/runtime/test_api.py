@@ -12,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,18 @@ from themis.runtime.api.routes import ApiContext, make_api
 from themis.runtime.api.server import ApiServer
 from themis.runtime.loop.commands import CommandQueue
 from themis.runtime.loop.metrics import ArbiterMetrics
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.health import StateLost
 from themis.runtime.state.store import Store
 
 OPTIONS = ServiceOptions(
-    lease=2.0, batch_window=0.2, grace=1.0, tick=0.05, inventory_every=0.5, status_every=0.1
+    knobs=replace(RUNTIME_KNOBS, lease=2.0),
+    batch_window=0.2,
+    grace=1.0,
+    tick=0.05,
+    inventory_every=0.5,
+    status_every=0.1,
 )
 
 

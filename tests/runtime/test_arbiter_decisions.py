@@ -9,6 +9,7 @@ clock by ``fakes.FakeLauncher``, so each test takes seconds.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,19 @@ from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour, FakeLauncher, nodes
 from themis.errors import ThemisError
 from themis.runtime.loop.commands import Command, submit_command
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.store import Store
 from themis.runtime.workers.lease import TrialSpec
 
 FAST = ServiceOptions(
-    lease=2.0, batch_window=0.2, grace=1.5, tick=0.05, inventory_every=0.5, status_every=0.2
+    knobs=replace(RUNTIME_KNOBS, lease=2.0),
+    batch_window=0.2,
+    grace=1.5,
+    tick=0.05,
+    inventory_every=0.5,
+    status_every=0.2,
 )
 
 
@@ -60,10 +67,10 @@ def state(store: Store, app: str) -> str:
 
 def test_grace_must_be_shorter_than_the_lease() -> None:
     with pytest.raises(ThemisError, match=r"--grace \(30s\) must be shorter than --lease \(20s\)"):
-        ServiceOptions(lease=20.0, grace=30.0)
+        ServiceOptions(knobs=replace(RUNTIME_KNOBS, lease=20.0), grace=30.0)
     with pytest.raises(ThemisError, match="--grace"):
-        ServiceOptions(lease=20.0, grace=20.0)
-    assert ServiceOptions(lease=20.0, grace=19.0).grace == 19.0
+        ServiceOptions(knobs=replace(RUNTIME_KNOBS, lease=20.0), grace=20.0)
+    assert ServiceOptions(knobs=replace(RUNTIME_KNOBS, lease=20.0), grace=19.0).grace == 19.0
 
 
 @pytest.mark.timeout(60)

@@ -4,9 +4,11 @@ created; and its defaults are the service's."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from tests.runtime.test_api import one_line_error, themis
+from themis.runtime.loop.options import RUNTIME_KNOBS
 
 
 def test_serve_refuses_a_grace_not_shorter_than_the_lease(tmp_path: Path) -> None:
@@ -34,9 +36,16 @@ def test_the_start_deadline_defaults_to_the_lease_and_at_least_a_minute() -> Non
     from themis.errors import ThemisError
     from themis.runtime.loop.service import ServiceOptions
 
-    assert ServiceOptions(lease=600.0).start_deadline == 600.0
-    assert ServiceOptions(lease=20.0, grace=10.0).start_deadline == 60.0
-    assert ServiceOptions(lease=20.0, grace=10.0, start_timeout=5.0).start_deadline == 5.0
+    assert ServiceOptions(knobs=replace(RUNTIME_KNOBS, lease=600.0)).start_deadline == 600.0
+    assert (
+        ServiceOptions(knobs=replace(RUNTIME_KNOBS, lease=20.0), grace=10.0).start_deadline == 60.0
+    )
+    assert (
+        ServiceOptions(
+            knobs=replace(RUNTIME_KNOBS, lease=20.0), grace=10.0, start_timeout=5.0
+        ).start_deadline
+        == 5.0
+    )
     for bad in (0.0, -1.0, float("inf"), float("nan")):
         with pytest.raises(ThemisError, match="--start-timeout must be a positive number"):
             ServiceOptions(start_timeout=bad)
@@ -69,15 +78,15 @@ def test_serve_defaults_are_the_service_defaults() -> None:
     params = {p.name: p.default for p in serve.params}
     options = ServiceOptions()
     assert params["lease"] == options.lease
-    assert params["fairness_knob"] == options.fairness_knob
-    assert params["seed"] == options.seed
+    assert params["fairness_knob"] == options.knobs.fairness_knob
+    assert params["seed"] == options.knobs.seed
     # every policy knob's flag defaults to what the service gives the policy
     from dataclasses import replace
 
     from themis.cli.policy_flags import policy_values
 
     values = policy_values({k: v for k, v in params.items() if k is not None})
-    assert replace(options.policy_options(), **values) == options.policy_options()
+    assert replace(options.knobs, **values) == options.knobs
     assert params["batch_window"] == options.batch_window
     assert params["grace"] == options.grace
     assert params["policy"] == options.policy

@@ -10,6 +10,7 @@ of ``fakes.py``, so it takes seconds.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,19 @@ import pytest
 from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour, FakeLauncher, nodes
 from themis.runtime.loop.commands import Command, submit_command
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.store import Store
 
 #: Leases far longer than the test: no lease end can set a round off by chance.
 OPTIONS = ServiceOptions(
-    lease=120.0, batch_window=0.5, grace=5.0, tick=0.05, inventory_every=0.5, status_every=0.2
+    knobs=replace(RUNTIME_KNOBS, lease=120.0),
+    batch_window=0.5,
+    grace=5.0,
+    tick=0.05,
+    inventory_every=0.5,
+    status_every=0.2,
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tests.cli.conftest import assert_one_line_error, cli  # noqa: F401 (fixture
 from tests.runtime.conftest import app_yaml
 from themis.errors import ThemisError
 from themis.runtime.loop.halving import ENDED
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.replay import Recorded, convert, read_state
 from themis.runtime.state.store import DB_NAME, AppRow, Store, TrialRow
@@ -264,7 +266,9 @@ def test_the_arbiter_records_its_cluster_and_options_as_they_change(tmp_path: Pa
     from themis.runtime.loop.service import ArbiterService, ServiceOptions
 
     shape = [(2, 2)]
-    options = ServiceOptions(lease=3.0, grace=1.0, tick=0.05, inventory_every=0.0)
+    options = ServiceOptions(
+        knobs=replace(RUNTIME_KNOBS, lease=3.0), grace=1.0, tick=0.05, inventory_every=0.0
+    )
     store = Store(tmp_path / "state", init=True)
     service = ArbiterService(
         store, tmp_path / "ck", options, lambda: nodes(shape[0]), launcher=FakeLauncher(1.0, {})
@@ -275,7 +279,7 @@ def test_the_arbiter_records_its_cluster_and_options_as_they_change(tmp_path: Pa
         return None if text is None else json.loads(text)
 
     assert recorded()["spec"] == "1x2x2"
-    assert json.loads(store.meta("serve") or "{}")["lease"] == 3.0
+    assert json.loads(store.meta("serve") or "{}")["knobs"]["lease"] == 3.0
     shape[0] = (2, 2, 2)
     service.tick()
     assert recorded()["spec"] == "1x3x2"
@@ -309,7 +313,8 @@ def test_replay_simulates_with_the_arbiters_own_settings_and_says_what_it_cannot
     text = json.dumps(config)
     assert '"lease_s": 20.0' in text and '"batch_window_s": 2.0' in text, text
     assert '"fairness_knob": 0.8' in text and '"renewal_share": 0.5' in text, text
-    assert "simulating with the arbiter's own policy themis, lease 20.0" in result.out
+    own = next(line for line in result.out.splitlines() if "arbiter's own" in line)
+    assert "policy themis" in own and "lease 20.0" in own, own
     assert "batch_window 2.0" in result.out
     unknown = next(line for line in result.out.splitlines() if "not known" in line)
     assert "grace 10 s" in unknown and "restart cost" in unknown and "auction deadline" in unknown
@@ -317,3 +322,29 @@ def test_replay_simulates_with_the_arbiters_own_settings_and_says_what_it_cannot
     assert given.code == 0, given.err
     assert "given instead of the arbiter's: lease 60.0 (the arbiter ran 20.0)" in given.out
     assert '"lease_s": 60.0' in (tmp_path / "g" / "summary.json").read_text()
+
+
+def test_replay_reads_the_record_an_arbiter_writes_now(
+    cli,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Every knob recorded by field (``ServiceOptions.record``), the lease and the auction
+    deadline among them, not beside them as an older arbiter kept them: the replay
+    simulates with the knobs and says the deadline it cannot reproduce."""
+    from themis.runtime.loop.options import ServiceOptions
+
+    state = build_state(tmp_path)
+    knobs = replace(RUNTIME_KNOBS, lease=20.0, renewal_share=0.5, seed=3, auction_deadline=5.0)
+    record = ServiceOptions(knobs=knobs, batch_window=2.0, grace=10.0).record()
+    assert "lease" not in record and record["knobs"]["auction_deadline"] == 5.0
+    store = Store(state)
+    store.set_meta("serve", json.dumps(record))
+    store.close()
+    result = cli("replay", state, "--out", tmp_path / "r", "-q")
+    assert result.code == 0, result.err
+    config = json.loads((tmp_path / "r" / "summary.json").read_text())["config"]
+    assert config["lease_s"] == 20.0 and config["renewal_share"] == 0.5, config
+    assert config["batch_window_s"] == 2.0 and config["seed"] == 3, config
+    assert "the arbiter ran themis (--lease 20, --renewal-share 0.5" in result.out, result.out
+    unknown = next(line for line in result.out.splitlines() if "not known" in line)
+    assert "auction deadline 5.0 s" in unknown and "not recorded" not in unknown, unknown

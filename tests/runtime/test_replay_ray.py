@@ -48,7 +48,7 @@ def test_a_real_session_replays_as_it_ran(cluster, cli, capsys, tmp_path: Path) 
 
     recorded = read_state(state)
     assert recorded.cluster is not None and recorded.cluster["spec"] == "1x2x2"
-    assert recorded.serve is not None and recorded.serve["lease"] == FAST.lease
+    assert recorded.serve is not None and recorded.serve["knobs"]["lease"] == FAST.lease
     workload = convert(recorded).workload
     assert [a.app_id for a in workload.apps] == ["a", "b"]
     arrival_a, arrival_b = rows["a"].arrival, rows["b"].arrival
@@ -72,7 +72,7 @@ def test_a_real_session_replays_as_it_ran(cluster, cli, capsys, tmp_path: Path) 
         result = cli("replay", state, "--policy", policy, "--lease", "8", "--out", out, "-q")
         assert result.code == 0, result.err
         assert "2 apps, 3 jobs" in result.out and "4 GPUs (1x2x2)" in result.out
-        assert "the arbiter ran themis (lease 8 s, fairness knob 0.8" in result.out
+        assert "the arbiter ran themis (--lease 8, --batch-window 1" in result.out, result.out
         summary = json.loads((out / "summary.json").read_text())
         assert (summary["policy"], summary["apps"], summary["jobs"]) == (policy, 2, 3)
         allocated = (out / "allocations.csv").read_text().splitlines()[1:]

@@ -15,13 +15,19 @@ from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import Behaviour, FakeLauncher, nodes
 from themis.errors import ThemisError
 from themis.runtime.loop.commands import submit_command
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.restart_cost import PER_APP, TOLERANCE, RestartCosts
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.store import Store
 
 OPTIONS = ServiceOptions(
-    lease=2.0, batch_window=0.2, grace=1.5, tick=0.05, inventory_every=0.5, status_every=0.2
+    knobs=replace(RUNTIME_KNOBS, lease=2.0),
+    batch_window=0.2,
+    grace=1.5,
+    tick=0.05,
+    inventory_every=0.5,
+    status_every=0.2,
 )
 
 
@@ -109,14 +115,16 @@ def test_a_negative_default_is_refused_naming_the_flag() -> None:
         ServiceOptions(restart_cost=-1.0)
     # A cost the policy refuses is refused before anything starts.
     with pytest.raises(ThemisError, match="gandiva: a restart cost of 90 s"):
-        ServiceOptions(policy="gandiva", lease=100.0, restart_cost=90.0)
+        ServiceOptions(
+            policy="gandiva", knobs=replace(RUNTIME_KNOBS, lease=100.0), restart_cost=90.0
+        )
 
 
 @pytest.mark.timeout(60)
 def test_a_measured_cost_the_policy_refuses_is_counted_and_the_loop_goes_on(
     tmp_path: Path,
 ) -> None:
-    options = replace(OPTIONS, policy="gandiva", knobs=(("gandiva_slice", 0.5),))
+    options = replace(OPTIONS, policy="gandiva", knobs=replace(OPTIONS.knobs, gandiva_slice=0.5))
     slow = Behaviour(start_delay=1.0)
     service, _, _ = service_for(tmp_path, {"a": slow, "b": slow}, options)
     submit(service, app_yaml(tmp_path, "a", trials=4, steps=100_000))
@@ -170,7 +178,7 @@ def test_a_fixed_restart_cost_is_told_once_and_never_measured(tmp_path: Path) ->
 #: Themis with its rule for the worst-off app's gang off (no reservation, no start at
 #: once), which may take any GPU: what is left to decide an ending lease is the auction,
 #: or the renewal within the fair share.
-RENEWAL = replace(OPTIONS, knobs=(("gang_at_once", False), ("reservation_bound", 0.0)))
+RENEWAL = replace(OPTIONS, knobs=replace(OPTIONS.knobs, gang_at_once=False, reservation_bound=0.0))
 
 
 def _renewal_run(tmp_path: Path, options: ServiceOptions) -> tuple[int, int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,15 @@ from tests.runtime.conftest import app_yaml
 from tests.runtime.fakes import FakeLauncher, nodes
 from themis.errors import ThemisError
 from themis.runtime.loop.commands import submit_command
+from themis.runtime.loop.options import RUNTIME_KNOBS
 from themis.runtime.loop.service import ArbiterService, ServiceOptions
 from themis.runtime.state.appfile import load_app_file
 from themis.runtime.state.store import StateLost, Store
 from themis.runtime.state.tokens import token_hash
 
-FAST = ServiceOptions(lease=2.0, batch_window=0.2, grace=1.5, tick=0.05)
+FAST = ServiceOptions(
+    knobs=replace(RUNTIME_KNOBS, lease=2.0), batch_window=0.2, grace=1.5, tick=0.05
+)
 
 
 def mode(path: Path) -> int:

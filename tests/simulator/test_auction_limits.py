@@ -26,7 +26,7 @@ def _run(node_limit: int | None):
     )
     workload, cluster = load_inputs(config)
     workload = replace(workload, apps=workload.apps[:8])
-    return simulate(workload, cluster, make_policy("themis", config.policy_options()))
+    return simulate(workload, cluster, make_policy("themis", config.options))
 
 
 def test_a_one_node_limit_is_counted_in_the_summary() -> None:

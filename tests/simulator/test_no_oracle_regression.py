@@ -48,7 +48,7 @@ RECORDED = {
 def bundled() -> tuple[Workload, Cluster, object]:
     config = make_config()
     workload, cluster = load_inputs(config)
-    return replace(workload, apps=workload.apps[:12]), cluster, config.policy_options()
+    return replace(workload, apps=workload.apps[:12]), cluster, config.options
 
 
 @pytest.mark.parametrize("policy", sorted(RECORDED))

@@ -31,6 +31,7 @@ from themis.agent.agent import Agent
 from themis.arbiter.bidding import auction, tenant_weights
 from themis.arbiter.leftover import leftover
 from themis.arbiter.offer import OfferOrder, offer, offered_count, offered_tenants
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.ranking import (
     rank_by_cohort,
     rank_fresh_by_siblings,
@@ -49,7 +50,6 @@ from themis.arbiter.visibility import visibility
 from themis.auction.budget import Limits
 from themis.auction.partial_allocation import AuctionOutcome
 from themis.fairness.ftf import RemainingWork
-from themis.fairness.ideal import PAPER
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
 from themis.model.cluster import Cluster
 from themis.model.state import AppState, JobState
@@ -79,44 +79,15 @@ class Arbiter:
     def __init__(
         self,
         cluster: Cluster,
-        fairness_knob: float,
-        lease: float,
+        options: ArbiterOptions,
         rng: random.Random,
-        max_menu: int = 32,
-        reservation_bound: float | None = None,
-        lease_align: float = 0.0,
         limits: Limits | None = None,
-        ranking: str = "verified",
-        renewal_share: float = 0.0,
-        valuation: str = "paper",
-        renew_within_share: bool = False,
-        gang_at_once: bool = True,
-        ideal: str = PAPER,
     ) -> None:
         # The knobs are ``PolicyOptions``'s, checked once when those are made
-        # (``policies/knobs.py``); the Themis policy makes the arbiter from them.
+        # (``policies/knobs.py``); the Themis policy turns them into ``options``.
         self.cluster = cluster
-        self.fairness_knob = fairness_knob
-        self.lease = lease
+        self.options = options
         self.rng = rng
-        self.max_menu = max_menu
-        #: How long a reservation may hold GPUs back (None: one lease, within which every
-        #: lease on its target ends; 0: reservations off).
-        self.reservation_bound = lease if reservation_bound is None else reservation_bound
-        self.lease_align = lease_align
-        self.ranking = ranking
-        #: The worst-off share of wanting apps whose ending leases are renewed in place.
-        self.renewal_share = renewal_share
-        #: Whether an app holding no more than its fair share keeps its ending leases.
-        self.renew_within_share = renew_within_share
-        #: Whether the worst-off app holding nothing starts a fitting gang before the
-        #: auction (``reservation.starts_at_once``).
-        self.gang_at_once = gang_at_once
-        #: How bids value bundles ("paper" or "remaining": ``Agent``).
-        self.valuation = valuation
-        #: The definition of every rho's ideal time: the standings, the bids, the ranks
-        #: (``fairness/ideal.py``).
-        self.ideal = ideal
         self.reservations = ReservationBook()
         self._agents: dict[str, Agent] = {}
         #: The offer's order, kept from round to round (``offer.py``).
@@ -137,6 +108,62 @@ class Arbiter:
         self.auctions_limited = 0
         self.auction_gap_max = 0.0
         self.auction_resolve_gap_max = 0.0
+
+    # The round reads its knobs by name off the arbiter; each is its options' value.
+
+    @property
+    def fairness_knob(self) -> float:
+        return self.options.fairness_knob
+
+    @property
+    def lease(self) -> float:
+        return self.options.lease
+
+    @property
+    def max_menu(self) -> int:
+        return self.options.max_menu
+
+    @property
+    def reservation_bound(self) -> float:
+        """How long a reservation may hold GPUs back (None in the options: one lease,
+        within which every lease on its target ends; 0: reservations off)."""
+        bound = self.options.reservation_bound
+        return self.options.lease if bound is None else bound
+
+    @property
+    def lease_align(self) -> float:
+        return self.options.lease_align
+
+    @property
+    def ranking(self) -> str:
+        return self.options.ranking
+
+    @property
+    def renewal_share(self) -> float:
+        """The worst-off share of wanting apps whose ending leases are renewed in place."""
+        return self.options.renewal_share
+
+    @property
+    def renew_within_share(self) -> bool:
+        """Whether an app holding no more than its fair share keeps its ending leases."""
+        return self.options.renew_within_share
+
+    @property
+    def gang_at_once(self) -> bool:
+        """Whether the worst-off app holding nothing starts a fitting gang before the
+        auction (``_starts_at_once``)."""
+        return self.options.gang_at_once
+
+    @property
+    def valuation(self) -> str:
+        """How bids value bundles ("paper" or "remaining": ``Agent``)."""
+        return self.options.valuation
+
+    @property
+    def ideal(self) -> str:
+        """The definition of every rho's ideal time: the standings, the bids, the ranks
+        (``fairness/ideal.py``)."""
+        return self.options.ideal
 
     def agent(self, app: AppState) -> Agent:
         agent = self._agents.get(app.app_id)

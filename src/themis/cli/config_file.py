@@ -29,8 +29,9 @@ from themis.errors import ThemisError
 
 #: Options a file never sets: what to do with the output rather than what to run.
 NOT_IN_FILES = frozenset({"config", "help"})
-#: Options that take a comma-separated list: a file may give a TOML array instead.
-COMMA_LISTS = frozenset({"policies", "seeds", "tiresias_queues"})
+#: Options that take a comma-separated list: a file may give a TOML array instead (so may
+#: a knob whose text is parsed: ``comma_lists``).
+COMMA_LISTS = frozenset({"policies", "seeds"})
 #: What ``summary.json``'s ``options`` leave out: where and how the run was shown.
 NOT_RECORDED = frozenset({"out", "quiet", "as_json", "config"})
 #: The key of a summary's ``options`` that holds its trace file's SHA-256 (not an option:
@@ -217,7 +218,7 @@ def _expected(option: click.Option) -> tuple[str, Callable[[Any], bool]]:
 def _checked(option: click.Option, value: Any, source: str, line: int | None, key: str) -> Any:
     """``value`` as click's default for ``option``, or one error naming file and key."""
     assert option.name is not None
-    if option.name in COMMA_LISTS:
+    if option.name in comma_lists():
         if isinstance(value, list) and all(
             isinstance(v, (str, int)) and not isinstance(v, bool) for v in value
         ):
@@ -307,3 +308,11 @@ def _check_digest(options: dict[str, Any], source: str) -> None:
             "differs); the run will not be the same",
             err=True,
         )
+
+
+def comma_lists() -> frozenset[str]:
+    """Options that take a comma-separated list: ``COMMA_LISTS`` and the knobs whose text
+    is parsed (``--tiresias-queues 3250,7200``)."""
+    from themis.policies.registry import knobs
+
+    return COMMA_LISTS | {knob.name for knob in knobs() if knob.parse is not None}

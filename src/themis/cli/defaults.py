@@ -19,15 +19,6 @@ POLICY = "themis"
 #: three placement spans (machine, rack, cluster) present.
 CLUSTER = "2x4x8"
 
-#: Fairness knob f (0 <= f < 1): the worst ceil((1 - f) * n) apps bid in each auction.
-#: 0.8 lets the worst fifth bid: between efficiency (f = 0, everyone bids) and fairness
-#: (f near 1, only the worst-off app bids).
-FAIRNESS_KNOB = 0.8
-
-#: Lease length in seconds. The paper evaluates minutes to tens of minutes; 10 minutes
-#: keeps preemptions rare next to hour-long jobs while letting rho be revisited often.
-LEASE_S = 600.0
-
 #: Lease ends this close (seconds) are batched into one auction round (the simulator's
 #: default, re-exported here).
 BATCH_WINDOW_S = DEFAULT_BATCH_WINDOW
@@ -60,8 +51,3 @@ ESTIMATE_ERROR = 0.0
 #: checkpoint, CUDA context and data-loader warm-up, typically tens of seconds.
 RESTART_COST_S = 0.0
 RESTART_COST_REALISTIC_S = 30.0
-
-#: Gandiva's round-robin time slice in seconds: Gandiva suspends and resumes jobs about
-#: every minute (OSDI 2018, §4.1), and the Gandiva model in the Tiresias authors'
-#: simulator switches on that scale too. Its own knob, not the lease.
-GANDIVA_SLICE_S = 60.0

@@ -1,22 +1,22 @@
 """The policies' knobs as command-line flags, generated from their one declaration
 (``policies/knobs.py``) for every command that runs a policy: ``simulate``, ``compare``,
-``experiment`` (through ``run_options``) and ``serve``."""
+``experiment`` (through ``run_options``) and ``serve``. The knobs installed plug-in
+policies declare are among them (the registry is loaded first), so a plug-in's knob is a
+flag, a config-file key and a recorded setting like a built-in's."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import fields
 from typing import Any
 
 import click
 
-from themis.policies.base import PolicyOptions
-from themis.policies.knobs import KNOBS, Knob
+from themis.policies import registry
+from themis.policies.base import PolicyOptions, default_of
+from themis.policies.knobs import Knob
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
-
-_DEFAULTS = {f.name: f.default for f in fields(PolicyOptions)}
 
 
 def _flag(knob: Knob, default: Any, shown: str | None = None) -> Decorator:
@@ -25,7 +25,7 @@ def _flag(knob: Knob, default: Any, shown: str | None = None) -> Decorator:
     default's text where the command reads the default another way."""
     show: bool | str = knob.show_default if shown is None else shown
     help_text = knob.help
-    if default != _DEFAULTS[knob.field]:
+    if default != default_of(knob):
         show = True
         help_text = re.sub(r"\s*\[default: [^]]*\]$", "", help_text)
     if knob.kind is bool:
@@ -54,14 +54,20 @@ def _flag(knob: Knob, default: Any, shown: str | None = None) -> Decorator:
 
 
 def policy_flags(
-    defaults: Mapping[str, Any] | None = None, shown: Mapping[str, str] | None = None
+    defaults: PolicyOptions | None = None, shown: Mapping[str, str] | None = None
 ) -> list[Decorator]:
-    """Every knob's flag, in the table's order; ``defaults`` where a command's differ from
-    ``PolicyOptions``'s, ``shown`` where its help must say the default another way (both
-    by field)."""
-    chosen = {**_DEFAULTS, **(defaults or {})}
+    """Every knob's flag, in the table's order; ``defaults`` the command's options where
+    they differ from the library's (the runtime's), ``shown`` where its help must say the
+    default another way (by field)."""
     said = shown or {}
-    return [_flag(knob, chosen[knob.field], said.get(knob.field)) for knob in KNOBS]
+    return [
+        _flag(
+            knob,
+            default_of(knob) if defaults is None else defaults.value(knob.field),
+            said.get(knob.field),
+        )
+        for knob in registry.knobs()
+    ]
 
 
 def policy_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,7 +75,7 @@ def policy_values(values: Mapping[str, Any]) -> dict[str, Any]:
     parsed and command-line forms read (``--auction-node-limit 0``: None). Unchecked:
     making the ``PolicyOptions`` checks them."""
     out: dict[str, Any] = {}
-    for knob in KNOBS:
+    for knob in registry.knobs():
         if knob.name not in values:
             continue
         value = values[knob.name]
@@ -82,7 +88,7 @@ def policy_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def policy_flags_of(
-    defaults: Mapping[str, Any] | None = None, shown: Mapping[str, str] | None = None
+    defaults: PolicyOptions | None = None, shown: Mapping[str, str] | None = None
 ) -> Decorator:
     """A decorator that adds every knob's flag to a command (``policy_flags``)."""
 

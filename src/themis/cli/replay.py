@@ -248,14 +248,25 @@ def _estimates_line(estimated: int, declared: int, unfinished: str, speed: str) 
 
 
 def _ran_line(serve: dict[str, Any]) -> str:
-    """What the recorded run was scheduled by (the last arbiter started on the state)."""
-    parts = [f"{serve.get('policy', '?')}"]
-    for key, label in (("lease", "lease"), ("fairness_knob", "fairness knob"),
-                       ("batch_window", "batch window")):  # fmt: skip
-        value = serve.get(key)
-        if isinstance(value, (int, float)):
-            parts.append(f"{label} {value:g}{' s' if key != 'fairness_knob' else ''}")
-    return f"replay: the arbiter ran {parts[0]} ({', '.join(parts[1:])})"
+    """What the recorded run was scheduled by (the last arbiter started on the state):
+    its policy and the knobs it set otherwise than the library's defaults, as flags."""
+    from themis.policies.base import default_of
+    from themis.policies.registry import knobs
+    from themis.reports.html import option_text
+    from themis.runtime.state.replay import SIMULATED, recorded_settings
+
+    values = recorded_settings(serve).values
+    parts = [
+        f"{knob.flag} {option_text(values[knob.name])}"
+        for knob in knobs()
+        if knob.name in values and values[knob.name] != default_of(knob)
+    ]
+    parts += [
+        f"--{name.replace('_', '-')} {option_text(values[name])}"
+        for name in SIMULATED.values()
+        if name in values
+    ]
+    return f"replay: the arbiter ran {serve.get('policy', '?')} ({', '.join(parts)})"
 
 
 def write_workload_file(workload: Any, path: Path, notes: dict[str, Any]) -> None:

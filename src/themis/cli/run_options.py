@@ -13,7 +13,6 @@ from typing import Any
 
 import click
 
-from themis.auction.budget import DEFAULT_NODE_LIMIT
 from themis.cli import defaults
 from themis.cli.policy_flags import policy_flags, policy_values
 from themis.errors import ThemisError
@@ -27,8 +26,7 @@ from themis.experiments.workloads import (
 from themis.model.cluster import Cluster
 from themis.model.lies import Lie, apply_lies, declarations, parse_lies
 from themis.model.workload import Workload
-from themis.policies import PolicyOptions, policy_names
-from themis.policies.knobs import KNOBS
+from themis.policies import PolicyOptions, policy_names, registry
 from themis.simulator.engine import Conditions
 from themis.units import gpu_hours_text
 from themis.workload import (
@@ -48,14 +46,13 @@ GENERATED_FORMAT = "generated"
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything a run depends on besides the policy name."""
+    """Everything a run depends on besides the policy name: the workload, the cluster,
+    what the simulator does to every policy, and the policy's knobs with the run's seed
+    (``options``, the one value the flags made: read, never copied)."""
 
     trace: str
     cluster: str
-    fairness_knob: float
-    lease_s: float
     batch_window_s: float
-    seed: int
     arrivals: str
     app_interval_s: float
     profiles: str | None
@@ -63,59 +60,18 @@ class RunConfig:
     app_gap_s: float = DEFAULT_APP_GAP
     variants: Variants = field(default_factory=Variants)
     throughputs: str | None = None
-    #: Themis: how long a reservation may hold GPUs idle (None: one lease; 0: off).
-    reservation_bound_s: float | None = None
-    #: Themis: lease ends aligned to multiples of this many seconds (0: not aligned).
-    lease_align_s: float = 0.0
-    #: Themis: how the arbiter ranks apps ("verified" or "declared").
-    ranking: str = PolicyOptions.ranking
-    #: Themis: the worst-off share of wanting apps whose ending leases are renewed in place.
-    renewal_share: float = PolicyOptions.renewal_share
-    #: Themis: apps within their fair share keep their ending leases (None: when
-    #: restarts cost time).
-    renew_within_share: bool | None = PolicyOptions.renew_within_share
-    #: Themis: the worst-off app holding nothing starts a fitting gang before the auction.
-    gang_at_once: bool = PolicyOptions.gang_at_once
-    #: Themis: how bids value bundles ("paper" or "remaining").
-    valuation: str = PolicyOptions.valuation
-    #: Themis, ftf-oracle: the definition of rho's ideal time ("paper" or "slice").
-    ideal_time: str = PolicyOptions.ideal_time
-    #: gavel, gavel-mmf: re-solve as Gavel's simulator or its cluster scheduler does.
-    gavel_resolve: str = "simulator"
     estimate_error: float = defaults.ESTIMATE_ERROR
     restart_cost_s: float = defaults.RESTART_COST_S
     #: Lying apps (``--misreport``, ``model/lies.py``).
     misreport: tuple[Lie, ...] = ()
-    #: Tiresias: queue thresholds (None: the authors' default) and PROMOTEKNOB (None: off).
-    tiresias_queues: tuple[float, ...] | None = None
-    tiresias_promote_knob: float | None = None
-    #: Gandiva: its time slice in seconds.
-    gandiva_slice_s: float = defaults.GANDIVA_SLICE_S
-    #: Themis: work units one auction may take (None: no limit; docs/auction.md).
-    auction_node_limit: int | None = DEFAULT_NODE_LIMIT
-    #: Themis: wall-clock seconds one auction may take (None: no deadline).
-    auction_deadline_s: float | None = None
+    #: The policy's knobs (``policies/knobs.py``) and the seed of the run.
+    options: PolicyOptions = field(default_factory=PolicyOptions)
 
-    def policy_options(self) -> PolicyOptions:
-        return PolicyOptions(
-            lease=self.lease_s,
-            fairness_knob=self.fairness_knob,
-            seed=self.seed,
-            reservation_bound=self.reservation_bound_s,
-            lease_align=self.lease_align_s,
-            ranking=self.ranking,
-            renewal_share=self.renewal_share,
-            renew_within_share=self.renew_within_share,
-            gang_at_once=self.gang_at_once,
-            valuation=self.valuation,
-            ideal_time=self.ideal_time,
-            gavel_resolve=self.gavel_resolve,
-            tiresias_thresholds=self.tiresias_queues,
-            tiresias_promote_knob=self.tiresias_promote_knob,
-            gandiva_slice=self.gandiva_slice_s,
-            auction_node_limit=self.auction_node_limit,
-            auction_deadline=self.auction_deadline_s,
-        )
+    @property
+    def seed(self) -> int:
+        """The run's seed: the model draw, generated workload, variants and the policy's
+        random choices all follow it."""
+        return self.options.seed
 
     def conditions(self) -> Conditions:
         """What the simulator does to every policy: estimate error and restart cost."""
@@ -131,15 +87,15 @@ class RunConfig:
     def with_seed(self, seed: int) -> RunConfig:
         """The same run with another seed: model draw, generated workload, variants and
         the policy's random choices all follow it."""
-        return replace(self, seed=seed)
+        return replace(self, options=replace(self.options, seed=seed))
 
     def to_dict(self) -> dict[str, Any]:
+        """The run as ``summary.json``'s ``config`` records it; the knobs under the names
+        their table gives (``PolicyOptions.record``), which summaries have always used."""
         out: dict[str, Any] = {
             "trace": self.trace,
             "format": self.format,
             "cluster": self.cluster,
-            "fairness_knob": self.fairness_knob,
-            "lease_s": self.lease_s,
             "batch_window_s": self.batch_window_s,
             "seed": self.seed,
             "arrivals": self.arrivals,
@@ -149,37 +105,12 @@ class RunConfig:
             out["app_interval_s"] = self.app_interval_s
         out["app_gap_s"] = self.app_gap_s
         out.update(self.variants.to_dict())
-        out["reservation_bound_s"] = (
-            self.lease_s if self.reservation_bound_s is None else self.reservation_bound_s
-        )
-        out["lease_align_s"] = self.lease_align_s
-        out["ranking"] = self.ranking
-        out["renewal_share"] = self.renewal_share
-        if self.renew_within_share is not None:
-            # Only when set: runs without it keep the summaries they had.
-            out["renew_within_share"] = self.renew_within_share
-        # Always: it was off by default before it was on.
-        out["gang_at_once"] = self.gang_at_once
-        if self.valuation != PolicyOptions.valuation:
-            # Only when set: runs with the paper's valuation keep the summaries they had.
-            out["valuation"] = self.valuation
-        if self.ideal_time != PolicyOptions.ideal_time:
-            # Only when set: runs with the paper's ideal time keep the configs they had
-            # (the summary's own ``ideal_time`` says which one its headline rho uses).
-            out["ideal_time"] = self.ideal_time
         if self.throughputs is not None:
             out["throughputs"] = self.throughputs
         out["estimate_error"] = self.estimate_error
         out["restart_cost_s"] = self.restart_cost_s
         out["misreport"] = [f"{lie.app_id}={lie.text}" for lie in self.misreport]
-        if self.tiresias_queues is not None:
-            out["tiresias_queues"] = list(self.tiresias_queues)
-        if self.tiresias_promote_knob is not None:
-            out["tiresias_promote_knob"] = self.tiresias_promote_knob
-        out["gandiva_slice_s"] = self.gandiva_slice_s
-        out["gavel_resolve"] = self.gavel_resolve
-        out["auction_node_limit"] = self.auction_node_limit
-        out["auction_deadline_s"] = self.auction_deadline_s
+        out.update(self.options.record())
         return out
 
 
@@ -387,12 +318,12 @@ def make_config(
 ) -> RunConfig:
     """Check the shared options and bundle them; the trace's format is told (from
     ``--format`` or the file) and the arrival mode resolved to the format's default.
-    ``knobs`` are the policies' (``policies/knobs.py``, by parameter name: ``lease``,
-    ``fairness_knob``, ``tiresias_queues`` ...), checked once, by ``PolicyOptions``."""
-    unknown = sorted(set(knobs) - {knob.name for knob in KNOBS})
+    ``knobs`` are the policies' (``policies/knobs.py``, by parameter name, a plug-in's
+    too), checked once, by ``PolicyOptions``."""
+    unknown = sorted(set(knobs) - {knob.name for knob in registry.knobs()})
     if unknown:
         raise TypeError(f"make_config() got unexpected keyword arguments: {', '.join(unknown)}")
-    policy = PolicyOptions(seed=seed, **policy_values(knobs))
+    options = PolicyOptions.of({**policy_values(knobs), "seed": seed})
     if not (math.isfinite(batch_window) and batch_window >= 0):
         raise ThemisError(
             f"must be a number of seconds >= 0, got {batch_window}", field="--batch-window"
@@ -407,24 +338,11 @@ def make_config(
     variants.check()
     lies = parse_lies(misreport)
     Conditions(estimate_error, restart_cost).check()
-    knob_fields: dict[str, Any] = {
-        "reservation_bound_s": policy.reservation_bound,
-        "lease_align_s": policy.lease_align,
-        "ranking": policy.ranking,
-        "renewal_share": policy.renewal_share,
-        "renew_within_share": policy.renew_within_share,
-        "gang_at_once": policy.gang_at_once,
-        "valuation": policy.valuation,
-        "ideal_time": policy.ideal_time,
-        "gavel_resolve": policy.gavel_resolve,
-        "tiresias_queues": policy.tiresias_thresholds,
-        "tiresias_promote_knob": policy.tiresias_promote_knob,
-        "gandiva_slice_s": policy.gandiva_slice,
-        "auction_node_limit": policy.auction_node_limit,
-        "auction_deadline_s": policy.auction_deadline,
+    run: dict[str, Any] = {
         "estimate_error": estimate_error,
         "restart_cost_s": restart_cost,
         "misreport": lies,
+        "options": options,
     }
     if is_generated(trace):
         if trace_format_name is not None:
@@ -437,27 +355,21 @@ def make_config(
         return RunConfig(
             trace,
             cluster,
-            policy.fairness_knob,
-            policy.lease,
             batch_window,
-            seed,
             ArrivalMode.TRACE.value,
             app_interval,
             profiles,
             GENERATED_FORMAT,
             app_gap,
             variants,
-            **knob_fields,
+            **run,
         )
     fmt = trace_format(trace, trace_format_name)
     mode = arrivals if arrivals is not None else default_arrivals(fmt).value
     return RunConfig(
         trace,
         cluster,
-        policy.fairness_knob,
-        policy.lease,
         batch_window,
-        seed,
         mode,
         app_interval,
         profiles,
@@ -465,7 +377,7 @@ def make_config(
         app_gap,
         variants,
         throughputs,
-        **knob_fields,
+        **run,
     )
 
 

@@ -43,7 +43,7 @@ def request(
         policy,
         workload,
         config.cluster,
-        config.policy_options(),
+        config.options,
         config.batch_window_s,
         params={"seed": config.seed},
         out_dir=out_dir,

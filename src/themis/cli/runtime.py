@@ -20,7 +20,6 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from themis.auction.budget import DEFAULT_DEADLINE
 from themis.cli import defaults
 from themis.cli.config_file import config_option
 from themis.cli.groups import HelpGroup
@@ -29,21 +28,13 @@ from themis.cli.json_output import JSON_OPTION, emit
 from themis.cli.policy_flags import policy_flags_of, policy_values
 from themis.errors import ThemisError
 from themis.fairness.ftf import RHO_MAX
-from themis.policies import policy_names
+from themis.policies import PolicyOptions, policy_names
+from themis.runtime.loop.options import RUNTIME_KNOBS, RUNTIME_SHOWN, ServiceOptions
 
 #: The state directory: database, lock, operator tokens, checkpoints (unless --storage).
 STATE_DIR = ".themis"
 #: Where serve listens by default: loopback only.
 DEFAULT_LISTEN = "127.0.0.1:7878"
-#: Where the runtime's knobs differ from the simulator's: an auction is bounded by the
-#: wall clock (``auction.budget.DEFAULT_DEADLINE``), not by search nodes, since a round
-#: must answer in real time and need not be reproducible (docs/auction.md).
-RUNTIME_DEFAULTS = {"auction_node_limit": None, "auction_deadline": DEFAULT_DEADLINE}
-#: The runtime measures each job's restart cost and tells the policy (``--restart-cost``),
-#: so renewal within the fair share, on by default where restarts cost time, is on as
-#: soon as a restart is seen to cost time.
-RUNTIME_SHOWN = {"renew_within_share": "on once a restart is measured to cost time"}
-
 _STATE = click.option(
     "--state-dir",
     type=click.Path(file_okay=False),
@@ -114,7 +105,7 @@ def _client(server: str, token: str | None) -> Any:
 @click.option(
     "--policy", type=click.Choice(policy_names()), default=defaults.POLICY, show_default=True
 )
-@policy_flags_of(RUNTIME_DEFAULTS, RUNTIME_SHOWN)
+@policy_flags_of(RUNTIME_KNOBS, RUNTIME_SHOWN)
 @click.option(
     "--seed",
     type=int,
@@ -213,12 +204,17 @@ def serve(
     interrupted. The operator's tokens are in STATE_DIR/admin.token and submit.token."""
     from themis.runtime.api import server as api_server
 
-    values = policy_values(knobs)
-    lease_s = values.pop("lease")
-    if not grace < lease_s:  # checked before anything starts (ServiceOptions says why)
-        raise ThemisError(
-            f"--grace ({grace:g}s) must be shorter than --lease ({lease_s:g}s)", field="--grace"
-        )
+    # Made first: a bad knob, or a grace not shorter than the lease, is refused before
+    # anything starts.
+    options = ServiceOptions(
+        policy=policy,
+        knobs=PolicyOptions.of({**policy_values(knobs), "seed": seed}),
+        batch_window=batch_window,
+        grace=grace,
+        start_timeout=start_timeout,
+        restart_cost=restart_cost,
+        measure_restart_cost=measure_restart_cost,
+    )
     api_host, port = api_server.parse_listen(listen)
     if (tls_cert is None) != (tls_key is None):
         raise ThemisError("--tls-cert and --tls-key go together", field="--tls-cert")
@@ -231,21 +227,6 @@ def serve(
             f"the runtime needs {exc.name}: pip install 'themis-scheduler[runtime]'",
             field="serve",
         ) from None
-    from themis.runtime.loop.options import ServiceOptions
-
-    options = ServiceOptions(
-        policy=policy,
-        lease=lease_s,
-        fairness_knob=values.pop("fairness_knob"),
-        batch_window=batch_window,
-        grace=grace,
-        start_timeout=start_timeout,
-        seed=seed,
-        auction_deadline=values.pop("auction_deadline"),
-        knobs=tuple(sorted(values.items())),
-        restart_cost=restart_cost,
-        measure_restart_cost=measure_restart_cost,
-    )
     if not api_server.is_loopback(api_host) and tls_cert is None:
         click.echo(
             f"themis serve: warning: the API listens on {api_host} without TLS; tokens cross "

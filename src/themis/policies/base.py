@@ -12,8 +12,9 @@ grant end.
 from __future__ import annotations
 
 from abc import ABC
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, ClassVar
 
 from themis.arbiter.options import RANKINGS, VALUATIONS
 from themis.auction.budget import DEFAULT_NODE_LIMIT
@@ -21,7 +22,7 @@ from themis.fairness.ideal import PAPER
 from themis.mechanism.books import ViewBooks
 from themis.mechanism.diff import as_schedule
 from themis.mechanism.view import Assignment, Changes, Schedule, SchedulingView
-from themis.policies.knobs import KNOBS, check_values
+from themis.policies.knobs import BadOption, Knob, all_knobs, check_values, declared
 
 __all__ = [
     "RANKINGS",
@@ -46,7 +47,12 @@ class PolicyOptions:
     makes it.
     """
 
+    #: The paper evaluates minutes to tens of minutes; 10 minutes keeps preemptions rare
+    #: next to hour-long jobs while letting rho be revisited often.
     lease: float = 600.0
+    #: The worst ceil((1 - f) * n) apps bid in each auction. 0.8 lets the worst fifth bid:
+    #: between efficiency (f = 0, everyone bids) and fairness (f near 1, only the
+    #: worst-off app bids).
     fairness_knob: float = 0.8
     seed: int = 0
     max_menu: int = 32
@@ -91,16 +97,72 @@ class PolicyOptions:
     #: default, ``tiresias.THRESHOLDS``) and its PROMOTEKNOB (None: the default, off).
     tiresias_thresholds: tuple[float, ...] | None = None
     tiresias_promote_knob: float | None = None
-    #: Gandiva: the round-robin time slice in seconds (Gandiva switches about every 60 s;
-    #: not the lease).
+    #: Gandiva: the round-robin time slice in seconds: Gandiva suspends and resumes jobs
+    #: about every minute (OSDI 2018, §4.1), and the Gandiva model in the Tiresias
+    #: authors' simulator switches on that scale too. Its own knob, not the lease.
     gandiva_slice: float = 60.0
     #: Themis: work units one auction may take, deterministic (None: no limit), and
     #: wall-clock seconds (None: no deadline; the runtime sets one). docs/auction.md.
     auction_node_limit: int | None = DEFAULT_NODE_LIMIT
     auction_deadline: float | None = None
+    #: The knobs plug-in policies declare (``Policy.knobs``), by field, as set: one not
+    #: named keeps its knob's default. Read them with :meth:`value`.
+    plugin_knobs: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        check_values(**{knob.field: getattr(self, knob.field) for knob in KNOBS})
+        own = {name: getattr(self, name) for name in _FIELDS}
+        for name, _ in self.plugin_knobs:
+            if name in own:
+                raise BadOption(f"'{name}' is not a plug-in's knob", field=name)
+        check_values(**own, **dict(self.plugin_knobs))
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> PolicyOptions:
+        """The options of knob values by field, built-in and plug-in alike (as a command's
+        flags, a config file or the runtime give them); checked like any other."""
+        own = {k: v for k, v in values.items() if k in _FIELDS}
+        more = tuple(sorted((k, v) for k, v in values.items() if k not in _FIELDS))
+        return cls(**own, plugin_knobs=more)
+
+    def value(self, field: str) -> Any:
+        """A knob's value by field, a plug-in's as the built-ins'. A field no knob has is
+        a ``KeyError`` (a plug-in knob is known once its policy registered)."""
+        if field in _FIELDS:
+            return getattr(self, field)
+        for name, value in self.plugin_knobs:
+            if name == field:
+                return value
+        knob = declared(field)
+        if knob is None:
+            raise KeyError(field)
+        return knob.default
+
+    def record(self) -> dict[str, Any]:
+        """Every knob as a run records it in ``summary.json``'s ``config``: under its
+        recorded key, when its rule says to (``Knob``), a tuple as a list."""
+        out: dict[str, Any] = {}
+        for knob in all_knobs():
+            value = self.value(knob.field)
+            if knob.when == "set" and value is None:
+                continue
+            if knob.when == "changed" and value == default_of(knob):
+                continue
+            if value is None and knob.none_is:
+                value = self.value(knob.none_is)
+            out[knob.recorded] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+#: ``PolicyOptions``'s own fields (a plug-in's knobs are not among them).
+_FIELDS = frozenset(f.name for f in fields(PolicyOptions)) - {"plugin_knobs"}
+
+
+def default_of(knob: Knob) -> Any:
+    """A knob's default: its ``PolicyOptions`` field's, or the plug-in's declared one."""
+    for f in fields(PolicyOptions):
+        if f.name == knob.field and f.default is not MISSING:
+            return f.default
+    return knob.default
 
 
 class Policy(ABC):
@@ -121,6 +183,10 @@ class Policy(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    #: Knobs of a plug-in policy's own (``knobs.Knob``, with its ``default``): flags of
+    #: every command that runs a policy, keys of config files and ``summary.json``, read
+    #: with ``options.value(field)``. The built-ins' are in the one table, ``knobs.KNOBS``.
+    knobs: ClassVar[tuple[Knob, ...]] = ()
 
     #: Whether the policy answers ``changes`` itself (the simulator then asks it instead
     #: of ``schedule``: a round then costs what changes, not every running job). Set for

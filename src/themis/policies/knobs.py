@@ -41,7 +41,15 @@ class Knob:
     the command line (``bool``: an on/off flag pair; ``str`` with ``choices``: one of
     them). ``parse`` turns the command line's text into the value (``--tiresias-queues
     3250,7200``), ``read`` the command line's value into the option's
-    (``--auction-node-limit 0``: no limit, None)."""
+    (``--auction-node-limit 0``: no limit, None).
+
+    How a run records it, in ``summary.json``'s ``config`` (``PolicyOptions.record``):
+    under ``record`` (the field's name unless given: ``lease_s``, the name summaries have
+    always used, so old ones still read), ``when`` it is recorded (``always``; ``set``:
+    only when not None; ``changed``: only when not its default, so that runs without it
+    keep the summaries they had) and, for a None that means another knob's value,
+    ``none_is`` (``reservation_bound``: one lease). ``default`` is the value of a knob a
+    plug-in policy declares (a built-in's default is its ``PolicyOptions`` field's)."""
 
     field: str
     flag: str
@@ -54,11 +62,20 @@ class Knob:
     parse: Callable[[str], Any] | None = None
     read: Callable[[Any], Any] | None = None
     param: str = ""
+    record: str = ""
+    when: str = "always"
+    none_is: str = ""
+    default: Any = None
 
     @property
     def name(self) -> str:
         """The command's parameter name of this knob."""
         return self.param or self.field
+
+    @property
+    def recorded(self) -> str:
+        """The key this knob's value is recorded under in a run's ``summary.json``."""
+        return self.record or self.field
 
     def error(self, value: Any) -> BadOption | None:
         """The error ``value`` makes, naming the flag (None: the value keeps the rule)."""
@@ -145,19 +162,19 @@ KNOBS: tuple[Knob, ...] = (
     Knob(
         "lease", "--lease",
         "Lease length (> 0); the re-allocation quantum of non-leasing policies.",
-        float, _seconds(">"), metavar="SECONDS",
+        float, _seconds(">"), metavar="SECONDS", record="lease_s",
     ),
     Knob(
         "reservation_bound", "--reservation-bound",
         "Themis: longest a reservation may hold GPUs idle for a waiting gang "
         "(0: no reservations)  [default: one lease]",
         float, _seconds(">=", optional=True), metavar="SECONDS",
-        show_default=False,
+        show_default=False, record="reservation_bound_s", none_is="lease",
     ),
     Knob(
         "lease_align", "--lease-align",
         "Themis: end leases on multiples of this many seconds (0: not aligned).",
-        float, _seconds(">="), metavar="SECONDS",
+        float, _seconds(">="), metavar="SECONDS", record="lease_align_s",
     ),
     Knob(
         "ranking", "--ranking",
@@ -183,7 +200,7 @@ KNOBS: tuple[Knob, ...] = (
         "Themis: an app holding no more than its fair share (1/N of the cluster) keeps its "
         "ending leases, renewed in place: fewer restarts, at a small cost in fairness on "
         "small gang-mix clusters where restarts are free (docs/knowledge.md).",
-        bool, _any, show_default="on when --restart-cost > 0",
+        bool, _any, show_default="on when --restart-cost > 0", when="set",
     ),
     Knob(
         "gang_at_once", "--gang-at-once",
@@ -197,7 +214,7 @@ KNOBS: tuple[Knob, ...] = (
         "valuation", "--valuation",
         "Themis: a bid values a bundle by the app's rho with it (paper) or by its remaining "
         "time with it (remaining: declaring more or less work changes nothing).",
-        str, _one_of(VALUATIONS), choices=VALUATIONS,
+        str, _one_of(VALUATIONS), choices=VALUATIONS, when="changed",
     ),
     Knob(
         "ideal_time", "--ideal-time",
@@ -205,7 +222,7 @@ KNOBS: tuple[Knob, ...] = (
         "and shares and in the run's headline rho: the paper's (T_cluster x N_avg: alone "
         "on the cluster, N_avg times slower) or a private slice (the app's time on "
         "G/N_avg GPUs, capped by its demand; docs/metrics.md). The report shows both.",
-        str, _one_of(IDEAL_TIMES), choices=IDEAL_TIMES,
+        str, _one_of(IDEAL_TIMES), choices=IDEAL_TIMES, when="changed",
     ),
     Knob(
         "auction_node_limit", "--auction-node-limit",
@@ -218,25 +235,26 @@ KNOBS: tuple[Knob, ...] = (
         "Themis: wall-clock seconds one auction may take (not reproducible; the runtime's "
         "bound)  [default: none]",
         float, _seconds(">", optional=True), metavar="SECONDS",
-        show_default=False,
+        show_default=False, record="auction_deadline_s",
     ),
     Knob(
         "tiresias_thresholds", "--tiresias-queues",
         "Tiresias: service thresholds between its queues, GPU-seconds, increasing (3600: "
         "two queues)  [default: 3250,7200, the authors' default run]",
         str, _thresholds, metavar="T1,T2,...", show_default=False,
-        parse=parse_thresholds, param="tiresias_queues",
+        parse=parse_thresholds, param="tiresias_queues", record="tiresias_queues",
+        when="set",
     ),
     Knob(
         "tiresias_promote_knob", "--tiresias-promote-knob",
         "Tiresias: promote a waiting job back to the top queue once it has waited K times "
         "its running time (the authors' dlas-gpu-8 run: 8)  [default: off]",
-        float, _promote, metavar="K", show_default=False,
+        float, _promote, metavar="K", show_default=False, when="set",
     ),
     Knob(
         "gandiva_slice", "--gandiva-slice",
         "Gandiva: the round-robin time slice (not the lease).",
-        float, _seconds(">"), metavar="SECONDS",
+        float, _seconds(">"), metavar="SECONDS", record="gandiva_slice_s",
     ),
     Knob(
         "gavel_resolve", "--gavel-resolve",
@@ -248,14 +266,54 @@ KNOBS: tuple[Knob, ...] = (
 )  # fmt: skip
 
 #: ``PolicyOptions`` fields with no flag: set by the command itself (``seed``: the run's
-#: seed) or by the library only (``max_menu``).
-NOT_FLAGS = ("seed", "max_menu")
+#: seed), by the library only (``max_menu``), or the plug-in knobs' values, each its own
+#: flag (``plugin_knobs``).
+NOT_FLAGS = ("seed", "max_menu", "plugin_knobs")
+
+
+#: Knobs plug-in policies declare (``Policy.knobs``), by field, in the order their
+#: policies registered: flags, config-file keys and ``summary.json`` keys like the
+#: built-ins'.
+_DECLARED: dict[str, Knob] = {}
+
+
+def all_knobs() -> tuple[Knob, ...]:
+    """The built-in knobs, then those the plug-in policies registered so far declared
+    (``registry.knobs()`` loads them first)."""
+    return KNOBS + tuple(_DECLARED.values())
+
+
+def declared(field: str) -> Knob | None:
+    """The plug-in knob of ``field``, if a registered policy declared one."""
+    return _DECLARED.get(field)
+
+
+def declare(knobs: tuple[Knob, ...]) -> str | None:
+    """Add the knobs a plug-in policy declares; what is wrong with them (nothing is added
+    then), or None. A knob must not take a name a knob or a ``PolicyOptions`` field already
+    has (its field, flag, parameter or recorded key), or the command line and the
+    summaries could not tell the two apart; a knob two plug-ins share (the same object)
+    is declared once."""
+    new = [k for k in knobs if _DECLARED.get(k.field) is not k]
+    taken: dict[str, str] = {name: name for name in NOT_FLAGS}
+    for knob in (*KNOBS, *_DECLARED.values()):
+        for name in (knob.field, knob.flag, knob.name, knob.recorded):
+            taken[name] = knob.flag
+    for knob in new:
+        for name in {knob.field, knob.flag, knob.name, knob.recorded}:
+            if name in taken:
+                return f"its knob {knob.flag} takes the name '{name}' of {taken[name]}"
+            taken[name] = knob.flag
+        if knob.error(knob.default) is not None:
+            return f"its knob {knob.flag}'s default {knob.default!r} breaks its own rule"
+    _DECLARED.update((k.field, k) for k in new)
+    return None
 
 
 def check_values(**values: Any) -> None:
     """Each value against its knob's rule, in the table's order; the first broken one is
     raised (``BadOption``, naming its flag)."""
-    for knob in KNOBS:
+    for knob in all_knobs():
         if knob.field in values:
             error = knob.error(values[knob.field])
             if error is not None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from themis import registry
 from themis.errors import ThemisError
 from themis.policies.base import Policy, PolicyOptions
+from themis.policies.knobs import BadOption, Knob, all_knobs, declare
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -57,6 +58,12 @@ def _admit(entry: EntryPoint, target: object) -> type[Policy] | None:
                 f"the class's name is {getattr(target, 'name', None)!r}, "
                 f"the entry point's '{entry.name}'"
             )
+        if target.name not in POLICIES.entries:
+            # A plug-in's knobs are declared before it registers: a knob that takes a
+            # name already in use (field, flag, recorded key) keeps the policy out.
+            problem = declare(target.knobs)
+            if problem is not None:
+                raise registry.Refused(problem)
         return target
     if entry.name not in POLICIES.entries:
         raise registry.Refused("names neither a Policy subclass nor a module registering it")
@@ -79,7 +86,19 @@ registry.expose_state(__name__, POLICIES)
 def register(cls: type[Policy]) -> type[Policy]:
     """Class decorator: make a :class:`Policy` subclass known by its ``name``. A name
     registered twice is a programming error (``ValueError``), not a user's."""
+    if cls.name in POLICIES.entries:
+        raise ValueError(f"policy '{cls.name}' registered twice")
+    problem = declare(cls.knobs)
+    if problem is not None:
+        raise ValueError(f"policy '{cls.name}': {problem}")
     return POLICIES.register(cls)
+
+
+def knobs() -> tuple[Knob, ...]:
+    """Every knob: the built-ins' table, then those the plug-in policies declare (loaded
+    first, so that their flags, config keys and recorded names are known)."""
+    POLICIES.load()
+    return all_knobs()
 
 
 def policy_names() -> list[str]:
@@ -115,7 +134,12 @@ def make_policy(name: str, options: PolicyOptions | None = None) -> Policy:
     cls = POLICIES.get(name)
     if cls is None:
         raise unknown_policy(name)
-    return cls(options or PolicyOptions())
+    options = options or PolicyOptions()
+    known = {knob.field for knob in all_knobs()}
+    for field, _ in options.plugin_knobs:
+        if field not in known:
+            raise BadOption("no installed policy declares this knob", field=field)
+    return cls(options)
 
 
 def load_plugins() -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from themis.arbiter.options import ArbiterOptions
 from themis.arbiter.round import Arbiter
 from themis.auction.budget import Limits
 from themis.policies.base import Changes, Policy, PolicyOptions, Schedule, SchedulingView
@@ -41,6 +42,24 @@ class ThemisPolicy(Policy):
     def changes(self, view: SchedulingView) -> Changes:
         return self._arbiter_for(view).run_changes(view)
 
+    def arbiter_options(self) -> ArbiterOptions:
+        """The knobs the arbiter's round reads, made from this policy's options once per
+        arbiter (the renewal rule follows the restart cost it was told)."""
+        options = self.options
+        return ArbiterOptions(
+            fairness_knob=options.fairness_knob,
+            lease=options.lease,
+            max_menu=options.max_menu,
+            reservation_bound=options.reservation_bound,
+            lease_align=options.lease_align,
+            ranking=options.ranking,
+            renewal_share=options.renewal_share,
+            valuation=options.valuation,
+            renew_within_share=self.renews_within_share,
+            gang_at_once=options.gang_at_once,
+            ideal=options.ideal_time,
+        )
+
     def _arbiter_for(self, view: SchedulingView) -> Arbiter:
         # Another run (the simulator's books of ranks are new, or another cluster): a
         # fresh arbiter, so its seeded draws and books never carry over between runs.
@@ -54,19 +73,9 @@ class ThemisPolicy(Policy):
                 load_solvers()
             self._arbiter = Arbiter(
                 view.cluster,
-                self.options.fairness_knob,
-                self.options.lease,
+                self.arbiter_options(),
                 random.Random(self.options.seed),
-                self.options.max_menu,
-                self.options.reservation_bound,
-                self.options.lease_align,
                 Limits(self.options.auction_node_limit, self.options.auction_deadline),
-                self.options.ranking,
-                self.options.renewal_share,
-                self.options.valuation,
-                self.renews_within_share,
-                self.options.gang_at_once,
-                self.options.ideal_time,
             )
         return self._arbiter
 

@@ -118,12 +118,20 @@ def config_table(config: Mapping[str, Any], caption: str = "Configuration") -> T
     """A run's settings as a two-column table, as a user writes them on the command line:
     ``lease_s`` as ``--lease``, ``600.0`` as ``600``, ``False`` as ``off``, a list as
     ``0,1,2``, ``None`` as ``default``."""
-    rows = [[option_name(str(k)), option_text(v)] for k, v in config.items()]
+    from themis.policies.registry import knobs
+
+    flags = {knob.recorded: knob.flag for knob in knobs()}
+    rows = [[option_name(str(k), flags), option_text(v)] for k, v in config.items()]
     return Table(["option", "value"], rows, caption, text=True)
 
 
-def option_name(key: str) -> str:
-    """``lease_s`` -> ``--lease``: the flag a setting of ``RunConfig.to_dict`` comes from."""
+def option_name(key: str, flags: Mapping[str, str]) -> str:
+    """The flag a setting of ``RunConfig.to_dict`` comes from: a knob's from the knob
+    table (``flags``, by recorded key: ``lease_s`` -> ``--lease``), the run's own
+    settings by their rule, seconds recorded with ``_s`` (``batch_window_s`` ->
+    ``--batch-window``)."""
+    if key in flags:
+        return flags[key]
     return "--" + key.removesuffix("_s").replace("_", "-")
 
 

@@ -10,10 +10,17 @@ from typing import Any
 from themis.auction.budget import DEFAULT_DEADLINE
 from themis.errors import ThemisError
 from themis.mechanism.view import DEFAULT_BATCH_WINDOW
-from themis.policies import PolicyOptions, make_policy
+from themis.policies import PolicyOptions, make_policy, registry
 from themis.runtime.state.log_writer import LogLimits
 
-_POLICY = PolicyOptions()
+#: The policy's knobs where the runtime's differ from the simulator's: an auction is bounded
+#: by the wall clock (``auction.budget.DEFAULT_DEADLINE``), not by search nodes, since a
+#: round must answer in real time and need not be reproducible (docs/auction.md).
+RUNTIME_KNOBS = PolicyOptions(auction_node_limit=None, auction_deadline=DEFAULT_DEADLINE)
+#: Defaults ``themis serve --help`` says another way, by knob field: the runtime measures
+#: each job's restart cost and tells the policy, so renewal within the fair share, on by
+#: default where restarts cost time, is on as soon as a restart is seen to cost time.
+RUNTIME_SHOWN = {"renew_within_share": "on once a restart is measured to cost time"}
 #: The shortest default start deadline (seconds; ``--start-timeout`` sets any other).
 MIN_START_TIMEOUT = 60.0
 
@@ -21,11 +28,13 @@ MIN_START_TIMEOUT = 60.0
 @dataclass(frozen=True)
 class ServiceOptions:
     """Knobs of the service. The policy's defaults are the simulator's (real jobs run for
-    minutes to hours); tests shrink them to seconds."""
+    minutes to hours) but for the auction's bound (``RUNTIME_KNOBS``); tests shrink them
+    to seconds."""
 
     policy: str = "themis"
-    lease: float = _POLICY.lease
-    fairness_knob: float = _POLICY.fairness_knob
+    #: The policy's knobs and seed (``policies/knobs.py``), as ``themis serve``'s flags
+    #: set them; read, never copied.
+    knobs: PolicyOptions = RUNTIME_KNOBS
     batch_window: float = DEFAULT_BATCH_WINDOW
     grace: float = 30.0
     #: Seconds a launched job may take to reach its training function (None: the lease,
@@ -34,13 +43,6 @@ class ServiceOptions:
     tick: float = 0.2
     inventory_every: float = 2.0
     status_every: float = 1.0
-    seed: int = 0
-    #: Wall-clock seconds one auction may take (None: no deadline); no node limit here.
-    auction_deadline: float | None = DEFAULT_DEADLINE
-    #: The policy's other knobs (``policies/knobs.py``), by ``PolicyOptions`` field, as
-    #: ``themis serve``'s flags set them: ``(("ranking", "verified"), ...)``. A knob not
-    #: named keeps its default (the node limit: none, the deadline bounds an auction).
-    knobs: tuple[tuple[str, Any], ...] = ()
     #: Bounds of the app logs: line length, per-app rates, what the state keeps.
     log_limits: LogLimits = field(default_factory=LogLimits)
     #: Seconds one restart of a job costs (start-up and checkpoint restore, plus the
@@ -71,7 +73,13 @@ class ServiceOptions:
             )
         # The knobs' rules, and the policy's own on the first restart cost it is told
         # (Gandiva refuses one not shorter than its slice), before anything starts.
-        make_policy(self.policy, self.policy_options()).set_restart_cost(self.restart_cost)
+        make_policy(self.policy, self.knobs).set_restart_cost(self.restart_cost)
+
+    @property
+    def lease(self) -> float:
+        """The policy's lease: the grace, the start deadline and the restart-cost
+        estimate are bounded by it."""
+        return self.knobs.lease
 
     @property
     def start_deadline(self) -> float:
@@ -83,12 +91,18 @@ class ServiceOptions:
             return self.start_timeout
         return max(self.lease, MIN_START_TIMEOUT)
 
-    def policy_options(self) -> PolicyOptions:
-        chosen: dict[str, Any] = {
-            "lease": self.lease,
-            "fairness_knob": self.fairness_knob,
-            "seed": self.seed,
-            "auction_node_limit": None,
-            "auction_deadline": self.auction_deadline,
+    def record(self) -> dict[str, Any]:
+        """The policy and every knob this arbiter runs with, as ``meta.serve`` keeps them
+        so that ``themis replay`` simulates with them (``state/replay.recorded_settings``
+        reads this record and the older one, which kept a few knobs beside the others)."""
+        knobs = self.knobs
+        return {
+            "policy": self.policy,
+            "batch_window": self.batch_window,
+            "seed": knobs.seed,
+            # Every knob by field, from the one table (a plug-in policy's included).
+            "knobs": {knob.field: knobs.value(knob.field) for knob in registry.knobs()},
+            # Recorded so that a replay can say what it cannot reproduce.
+            "grace": self.grace,
+            "tick": self.tick,
         }
-        return PolicyOptions(**{**chosen, **dict(self.knobs)})

@@ -93,7 +93,7 @@ class ArbiterService:
         self.jobs = JobControl(launcher)
         self.metrics = metrics if metrics is not None else ArbiterMetrics()
         self.commands = commands if commands is not None else CommandQueue()
-        self.policy = make_policy(options.policy, options.policy_options())
+        self.policy = make_policy(options.policy, options.knobs)
         self.epoch = store.epoch()
         self.current = CurrentInventory(read_inventory(nodes()))
         self.rho_history = RhoHistory()  # for the dashboard (api.dashboard)
@@ -244,20 +244,7 @@ class ArbiterService:
     def _record_options(self) -> None:
         """Keep the policy and every knob this arbiter runs with (``meta.serve``), so that
         ``themis replay`` simulates with them (``state/replay.recorded_settings``)."""
-        options = self.options
-        record = {
-            "policy": options.policy,
-            "lease": options.lease,
-            "fairness_knob": options.fairness_knob,
-            "batch_window": options.batch_window,
-            "seed": options.seed,
-            "knobs": dict(options.knobs),
-            # Recorded so that a replay can say what it cannot reproduce.
-            "grace": options.grace,
-            "tick": options.tick,
-            "auction_deadline": options.auction_deadline,
-        }
-        self.store.set_meta(SERVE_META, json.dumps(record, sort_keys=True))
+        self.store.set_meta(SERVE_META, json.dumps(self.options.record(), sort_keys=True))
 
     # -- the loop -------------------------------------------------------------------------
 

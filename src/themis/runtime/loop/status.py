@@ -49,7 +49,7 @@ class StatusReporting:
         self.rho_history = rho_history
         self.options = options
         #: The definition of the ideal time of the rho shown (the policy's).
-        self.ideal = options.policy_options().ideal_time
+        self.ideal = options.knobs.ideal_time
         self.epoch = epoch
         self.started_wall = time.time()
         self.heartbeat = time.time()

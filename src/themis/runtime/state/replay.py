@@ -44,14 +44,15 @@ from themis.model.profiles import ModelProfile
 from themis.model.workload import AppSpec, JobSpec, Workload
 from themis.runtime.state.store import DB_NAME, ENDED, AppRow, Store, TrialRow
 
-#: The arbiter's settings a simulation takes as its own: ``meta.serve`` key -> the run
-#: option of ``themis replay`` (and ``make_config``) that sets it.
+#: The arbiter's settings besides the policy's knobs that a simulation takes as its own:
+#: ``meta.serve`` key -> the run option of ``themis replay`` (and ``make_config``) that
+#: sets it. The knobs it takes by the knob table (``policies/knobs.py``).
 SIMULATED = {
-    "lease": "lease",
-    "fairness_knob": "fairness_knob",
     "batch_window": "batch_window",
     "seed": "seed",
 }
+#: Knobs every arbiter recorded: a record without one is said to lack it.
+ALWAYS_RECORDED = ("fairness_knob", "lease")
 #: What the arbiter ran with that the simulator has no counterpart of.
 NOT_SIMULATED = {
     "grace": "grace {:g} s (the simulator stops a job at once)",
@@ -138,9 +139,10 @@ class Settings:
 
 def recorded_settings(serve: dict[str, Any] | None) -> Settings:
     """The arbiter's own settings as ``themis replay``'s run options: the policy, the
-    lease, fairness knob, batch window, seed and every policy knob it recorded; and a
-    line for each setting it ran with that a simulation cannot know or reproduce."""
-    from themis.policies.knobs import KNOBS
+    batch window, seed and every policy knob it recorded (a plug-in's too, when installed),
+    from the record this arbiter writes and from an older one's; and a line for each
+    setting it ran with that a simulation cannot know or reproduce."""
+    from themis.policies.registry import knobs as all_knobs
 
     out = Settings()
     if serve is None:
@@ -157,23 +159,31 @@ def recorded_settings(serve: dict[str, Any] | None) -> Settings:
         else:
             out.unknown.append(f"{key} (not recorded)")
     knobs = serve.get("knobs")
-    by_field = {k.field: k for k in KNOBS}
-    for name, value in sorted((knobs if isinstance(knobs, dict) else {}).items()):
+    knobs = dict(knobs) if isinstance(knobs, dict) else {}
+    by_field = {k.field: k for k in all_knobs()}
+    for name in by_field:  # an older arbiter kept a few knobs beside the others
+        if name in serve and name not in knobs:
+            knobs[name] = serve[name]
+    for name in ALWAYS_RECORDED:
+        if not _number(knobs.get(name)):
+            knobs.pop(name, None)
+            out.unknown.append(f"{name} (not recorded)")
+    for name, value in knobs.items():
         knob = by_field.get(name)
-        if knob is None or name in SIMULATED:
+        if knob is None or name in NOT_SIMULATED:
             continue
         if isinstance(value, list):  # JSON's form of a tuple (tiresias_thresholds)
             value = tuple(value)
         scalar = value is None or isinstance(value, (bool, int, float, str, tuple))
         if knob.read is None and scalar and not (knob.parse is not None and isinstance(value, str)):
             out.values[knob.name] = value
-        elif name == "auction_node_limit" and value is None:
-            continue  # the runtime's deadline takes its place: said below
+        elif knob.read is not None and value is None:
+            continue  # the runtime's node limit, none: its deadline takes its place (said)
         else:
             out.unknown.append(f"{name} {value!r} (not applied)")
     for key, what in NOT_SIMULATED.items():
-        if key in serve:
-            value = serve[key]
+        if key in serve or key in knobs:
+            value = knobs[key] if key in knobs else serve[key]
             out.unknown.append(what.format(value if value is not None else "none"))
         else:
             out.unknown.append(f"{key} (not recorded)")
