@@ -1,4 +1,4 @@
-"""Issue 19's fairness bar, reproducible: Themis against every other policy on 32 cells.
+"""The fairness bar, reproducible: Themis against every other policy on 32 cells.
 
     .venv/bin/python benchmarks/fairness_bar.py [-j 2] [--cells c3_0,g16_8,...]
         [--themis-options "--no-gang-at-once"] [--restart-cost S] [--seed-shift K[,K...]]

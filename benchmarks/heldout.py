@@ -1,4 +1,4 @@
-"""The held-out auction family of issue 21: menus that are *not* nested prefixes.
+"""The held-out auction family: menus that are *not* nested prefixes.
 
     nice .venv/bin/python benchmarks/heldout.py write DIR [--bidders 50,100,200] [--seeds 0]
     nice .venv/bin/python benchmarks/heldout.py time [--bidders 50,100,200] [--seeds 0,1,2]

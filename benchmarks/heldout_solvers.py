@@ -1,4 +1,4 @@
-"""Which solver for x* on hard menus: the held-out family, measured (issue 21).
+"""Which solver for x* on hard menus: the held-out family, measured.
 
     nice .venv/bin/python benchmarks/heldout_solvers.py DIR [--bidders 100,200,400,1000]
                                                            [--seeds 0,1,2] [--seconds 0.5,1,5]

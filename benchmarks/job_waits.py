@@ -1,4 +1,4 @@
-"""Job-level waits on the HyperDrive gang mix (issue 18): the measurement behind
+"""Job-level waits on the HyperDrive gang mix: the measurement behind
 docs/gangs.md, section 6. Not a speed benchmark.
 
     PYTHONPATH=src .venv/bin/python benchmarks/job_waits.py [--cluster 1x1x8] [--seeds 0,1,2]

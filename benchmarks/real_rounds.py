@@ -1,4 +1,4 @@
-"""Auctions of real simulated rounds, captured and re-solved (issue 21).
+"""Auctions of real simulated rounds, captured and re-solved.
 
     nice .venv/bin/python benchmarks/real_rounds.py [--trace generate:jobs=2000,load=1.5]
                                                     [--cluster 2x10x8] [--knob 0] [--top 20]

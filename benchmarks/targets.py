@@ -1,4 +1,4 @@
-"""Issue 21's scale targets, measured side by side in one run.
+"""The scale targets, measured side by side in one run.
 
     nice .venv/bin/python benchmarks/targets.py [--jobs 100000] [--bidders 1000] [--seeds 0,1,2]
                                                 [--lease-align 0,60] [--skip-jobs]

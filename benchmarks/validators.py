@@ -1,5 +1,5 @@
-"""Issue 13, defect 11: would one typed model (msgspec) replace the hand-written checks
-of the own format (``workload/native_check.py``) without losing speed or messages?
+"""Would one typed model (msgspec) replace the hand-written checks of the own format
+(``workload/native_check.py``) without losing speed or messages?
 
 Measures, on a generated workload of ``--jobs`` jobs (default 100,000):
 

@@ -1,5 +1,5 @@
 """A wheel built from this checkout, installed in a fresh environment, runs every README
-command that names no file of the repository, from an empty folder (issue 22).
+command that names no file of the repository, from an empty folder.
 
 The wheel is built as a user's ``pip`` builds it (``pip wheel``, build isolation: pip
 fetches the setuptools pyproject.toml asks for, or takes it from its cache) from a copy

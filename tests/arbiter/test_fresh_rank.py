@@ -1,5 +1,6 @@
 """The verified ranking puts every app in one order: an app that has made nothing ranks by
-its standing (its starving rho), not first for holding nothing (issue 19, 3x contention)."""
+its standing (its starving rho), not first for holding nothing (ranked first, each new
+small sweep jumped every running app under ``--contention 3``)."""
 
 from __future__ import annotations
 

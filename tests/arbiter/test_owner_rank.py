@@ -1,5 +1,6 @@
 """A new app of an owner that runs another app ranks as that owner's worst-off running
-app, not first (issue 19's split lie); apps without owners rank as before."""
+app, not first (so splitting a sweep into several apps, the ``split:K`` lie, gains
+nothing); apps without owners rank as before."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Renewal in place (``--renewal-share``): the worst-off apps keep the GPUs whose leases end,
-so only better-off apps' ending leases change hands (issue 19's churn)."""
+so only better-off apps' ending leases change hands (less churn)."""
 
 from __future__ import annotations
 

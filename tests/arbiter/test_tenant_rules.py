@@ -1,6 +1,7 @@
 """A tenant that runs several apps holds one place in the offer, the apps it submitted
-together rank as one, and it gets no reservation while it holds GPUs (issue 19's split
-lie); apps without owners are untouched."""
+together rank as one, and it gets no reservation while it holds GPUs (so a sweep
+submitted as several apps, the ``split:K`` lie, gains nothing); apps without owners are
+untouched."""
 
 from __future__ import annotations
 

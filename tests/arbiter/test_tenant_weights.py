@@ -1,5 +1,5 @@
-"""A tenant's bidders share one weight in the auction (issue 19's split lie): a sweep
-split into apps that bid together no longer holds two factors of the Nash product."""
+"""A tenant's bidders share one weight in the auction (against the ``split:K`` lie): a
+sweep split into apps that bid together no longer holds two factors of the Nash product."""
 
 from __future__ import annotations
 

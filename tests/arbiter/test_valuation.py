@@ -1,6 +1,6 @@
 """Bids valued by remaining time (``--valuation remaining``): declaring F times the work
 (every job alike) leaves what each bundle is worth in the auction unchanged, where the
-paper's rho ratio (elapsed time included) grows steeper (issue 19's ``work:F`` lie)."""
+paper's rho ratio (elapsed time included) grows steeper (the ``work:F`` lie)."""
 
 from __future__ import annotations
 

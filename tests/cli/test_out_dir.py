@@ -1,5 +1,5 @@
-"""An output folder holds one run or one comparison, never pieces of several (issue 22,
-defect 5: after the README's examples ``out/compare/srtf/`` held the typed-cluster run and
+"""An output folder holds one run or one comparison, never pieces of several (else, after
+the README's examples, ``out/compare/srtf/`` would hold the typed-cluster run and
 ``out/compare/gavel/`` the default one)."""
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def ratios(ours: dict[str, float], theirs: dict[str, float]) -> list[float]:
 
 
 def check_per_job(ours: dict[str, float], theirs: dict[str, float]) -> None:
-    """The median ratio within 5% (issue 18), and 85% of jobs within 5% of theirs: the
+    """The median ratio within 5%, and 85% of jobs within 5% of theirs: the
     same schedule, job for job, up to the two simulators' clocks."""
     r = ratios(ours, theirs)
     assert 0.95 <= statistics.median(r) <= 1.05, statistics.median(r)

@@ -136,7 +136,7 @@ def test_summary_json_holds_every_summary_field_and_config(tmp_path: Path, resul
 def test_summary_json_writes_infinite_load_as_null(tmp_path: Path) -> None:
     res = make_result([("a", 0.0, 10.0, 5.0, 1.0)], [])
     rows = app_rows(res)
-    # Workload.offered_load is finite since issue 13; the writer still guards the JSON.
+    # Workload.offered_load is always finite; the writer still guards the JSON.
     summary = dataclasses.replace(summarize(res, rows), offered_load=float("inf"))
     write_run(tmp_path, res, summary, rows)
     text = (tmp_path / "summary.json").read_text()

@@ -1,4 +1,4 @@
-"""The published API (issue 20, defect 13): ``/openapi.json`` for admins, with typed
+"""The published API: ``/openapi.json`` for admins, with typed
 bodies, declared errors and bearer security; and a bounded fuzz against that schema: no
 request may get a 5xx (but the declared 503 "the loop did not answer in time"), an
 undeclared status, or an answer its declared schema refuses,

@@ -1,7 +1,6 @@
-"""The API against hostile and careless clients (issue 20): out-of-range parameters are
-400 with one line, a body over the limit is 413 even without ``Expect: 100-continue``,
-kept-alive connections are not slowed by Nagle, and a port in use is refused before Ray
-starts."""
+"""The API against hostile and careless clients: out-of-range parameters are 400 with one
+line, a body over the limit is 413 even without ``Expect: 100-continue``, kept-alive
+connections are not slowed by Nagle, and a port in use is refused before Ray starts."""
 
 from __future__ import annotations
 

@@ -244,7 +244,7 @@ def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
     )
 
 
-# -- issue 20: numbers bounded, names whole, keys unique, floats finite and normal -------
+# -- numbers bounded, names whole, keys unique, floats finite and normal ----------------
 
 
 @pytest.mark.parametrize(

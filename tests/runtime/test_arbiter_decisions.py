@@ -2,8 +2,8 @@
 start, GPUs free only once the job has really stopped, successive halving that cannot
 deadlock, outcomes that say what happened, requests that time out and never happen.
 
-Each defect of issue 12 is reproduced here first; the jobs are simulated on the wall
-clock by ``fakes.FakeLauncher``, so each test takes seconds.
+Each failure these rules prevent is reproduced here first; the jobs are simulated on the
+wall clock by ``fakes.FakeLauncher``, so each test takes seconds.
 """
 
 from __future__ import annotations
@@ -281,7 +281,7 @@ def test_status_says_why_an_app_holds_nothing(tmp_path: Path) -> None:
     assert store.app("hog").note is None  # it holds GPUs: nothing to explain
 
 
-# -- issue 20: one app's input never stops the loop ------------------------------------
+# -- one app's input never stops the loop ---------------------------------------------
 
 
 def faults(service: ArbiterService, where: str) -> float:

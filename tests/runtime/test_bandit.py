@@ -1,4 +1,4 @@
-"""Security lint in CI (issue 20): bandit finds nothing of medium or high severity in
+"""Security lint in CI: bandit finds nothing of medium or high severity in
 ``src``. A finding is fixed, or justified where it is (``# nosec BXXX`` with the reason
 on the line above): today ``yaml.load`` with a SafeLoader subclass (appfile), urlopen on
 a URL whose scheme is checked to be http(s) (http_client), and an UPDATE built from

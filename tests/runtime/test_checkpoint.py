@@ -1,6 +1,6 @@
-"""Checkpoints carry data only and are sealed per app (issue 20, defect 2): a file planted
-by another app's code, altered, or copied from another trial is refused with its reason
-and never parsed, let alone run; the victim runs its real steps."""
+"""Checkpoints carry data only and are sealed per app: a file planted by another app's
+code, altered, or copied from another trial is refused with its reason and never parsed,
+let alone run; the victim runs its real steps."""
 
 from __future__ import annotations
 
@@ -58,8 +58,9 @@ def assert_ran_its_real_steps(spec: TrialSpec, outcome) -> None:
 
 
 def test_a_planted_pickle_is_refused_and_never_run(tmp_path: Path) -> None:
-    """The attack of issue 20: M wrote victim's checkpoint.pkl (now: its checkpoint path)
-    before victim was submitted; victim showed 300/300 with no step run and ran M's code."""
+    """The planted-pickle attack: M writes victim's checkpoint (at its checkpoint path)
+    before victim is submitted; unchecked, victim would show 300/300 with no step run and
+    run M's code."""
     spec = victim_spec(tmp_path)
     marker = tmp_path / "mallory-ran-here"
     path = Path(spec.checkpoint_path)

@@ -1,4 +1,4 @@
-"""Liveness (issue 12, defect 8): ``themis serve`` outlives the Ray cluster it drives.
+"""Liveness: ``themis serve`` outlives the Ray cluster it drives.
 
 An operator's Ray head (``ray start --head``, logical GPUs, its own temp dir) with
 ``themis serve --address`` attached and an app running; then the head is stopped (every

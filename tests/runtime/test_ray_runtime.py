@@ -259,7 +259,7 @@ def test_gang_spanning_machines_runs_a_rank_per_gpu_with_the_rendezvous_env(clus
     assert [e["local_world_size"] for e in env] == [2, 2, 1]
     # The two ranks on one node are two processes with a GPU each, not the same one;
     # each sees its node's GPUs of the gang in local-rank order, so that
-    # set_device(LOCAL_RANK) names its own (issue 20, defect 15).
+    # set_device(LOCAL_RANK) names its own.
     assert env[0]["pid"] != env[1]["pid"]
     assert_local_rank_names_own_device(env)
     assert env[0]["CUDA_VISIBLE_DEVICES"] == env[1]["CUDA_VISIBLE_DEVICES"]
@@ -396,8 +396,8 @@ def test_steps_longer_than_the_lease_no_longer_livelock_another_app(cluster, tmp
 
 @pytest.mark.timeout(90)
 def test_a_planted_checkpoint_is_refused_and_the_victim_runs_its_real_steps(cluster, tmp_path):
-    """Issue 20, defect 2, end to end: app M's code writes victim's checkpoints (one sealed
-    with M's key, one a pickle that would run code) before victim is submitted."""
+    """A planted checkpoint, end to end: app M's code writes victim's checkpoints (one
+    sealed with M's key, one a pickle that would run code) before victim is submitted."""
     store = Store(tmp_path / "state", init=True)
     service = make_service(store, tmp_path)
     storage = tmp_path / "checkpoints"

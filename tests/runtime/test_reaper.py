@@ -1,8 +1,8 @@
 """After ``themis serve`` dies unstopped (kill -9), its local Ray cluster's processes and
-temporary directory are removed (issue 20, defect 9): they lingered for up to 2.5 min,
-the directory for ever. Here "serve" is a stand-in process that starts the reaper and
-two long-lived processes of its run (in their own sessions, as Ray's are not its
-children once it is dead), plus one process of *another* run that must survive."""
+temporary directory are removed: left alone, they linger for up to 2.5 min, the directory
+for ever. Here "serve" is a stand-in process that starts the reaper and two long-lived
+processes of its run (in their own sessions, as Ray's are not its children once it is
+dead), plus one process of *another* run that must survive."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""State you can trust (issue 20, defects 3-5): a corrupt database is refused at every
-open, a database deleted or replaced under the running arbiter stops it (with what it
-held rescued), its files are private from their creation, and it can be backed up live."""
+"""State you can trust: a corrupt database is refused at every open, a database deleted or
+replaced under the running arbiter stops it (with what it held rescued), its files are
+private from their creation, and it can be backed up live."""
 
 from __future__ import annotations
 

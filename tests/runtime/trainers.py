@@ -88,7 +88,7 @@ class _Planted:
 
 
 def plant(trial: themis.Trial) -> None:
-    """App M of issue 20: writes checkpoints for app ``victim``'s trials under the
+    """App M, the attacker: writes checkpoints for app ``victim``'s trials under the
     storage root ``storage`` before victim runs. t000 gets a well-formed checkpoint
     sealed with M's own key; t001 a pickle that creates the file ``marker`` when loaded."""
     import pickle

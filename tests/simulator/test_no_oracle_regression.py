@@ -26,20 +26,20 @@ RECORDED = {
     "fifo": (105, "9daa65ad21f9803c", 140295.0),
     "max-min": (104, "4c2c101ec84aea7f", 137990.0),
     "srtf": (105, "f4ec441c7ef006db", 137912.0),
-    # themis's 0.2 ranking (``--ranking verified-tiered``) without ``--gang-at-once``:
-    # issue 19 changed both defaults
+    # themis's 0.2 ranking (``--ranking verified-tiered``) without ``--gang-at-once``,
+    # set by the test: neither is the default any more
     "themis": (327, "21e1e8c4c18bb988", 139112.0),
     "optimus": (308, "12b2c27117b6cd08", 137912.0),
     "slaq": (307, "fb21843f3134eee2", 137912.0),
-    # the authors' defaults, promotion rule and preemption choice (issue 18)
+    # the authors' defaults, promotion rule and preemption choice
     "tiresias": (314, "744ed19a0b33862d", 137912.0),
     "las": (307, "78ac96bae176d1a1", 137912.0),
-    # its own 60 s time slice instead of the lease (issue 18)
+    # its own 60 s time slice instead of the lease
     "gandiva": (2277, "b108983bcd38d1ee", 139465.0),
     # recorded before gavel knew GPU types (a350dcb): typed clusters leave it unchanged;
     # gavel-mmf is that policy renamed (gavel's max-min program), bit for bit
     "gavel-mmf": (468, "77b9c0002d427b90", 138632.0),
-    # gavel with Gavel's fixed finish-time-fairness denominator (issue 18)
+    # gavel with Gavel's fixed finish-time-fairness denominator
     "gavel": (467, "354a545834c50c9d", 138272.0),
 }
 
@@ -80,8 +80,8 @@ def test_estimate_error_changes_what_policies_see_not_the_truth(bundled: tuple) 
 
 
 def test_gandiva_with_the_lease_as_its_slice_is_the_gandiva_recorded_before(bundled: tuple) -> None:
-    """Issue 18 gave Gandiva its own 60 s time slice; with the slice set to the lease it
-    makes exactly the schedule recorded before (only the slice changed)."""
+    """Gandiva has its own 60 s time slice; with the slice set to the lease it makes
+    exactly the schedule recorded before the slice existed (only the slice changed)."""
     workload, cluster, options = bundled
     policy = make_policy("gandiva", replace(options, gandiva_slice=options.lease))
     r = simulate(workload, cluster, policy, conditions=Conditions(0.0, 0.0))

@@ -1,4 +1,4 @@
-"""Defects met on real public trace files (issue 13): CPU-only rows in a Tiresias-format
+"""Defects met on real public trace files: CPU-only rows in a Tiresias-format
 file, the gang-too-big error naming another format's field, unknown Philly keys."""
 
 from __future__ import annotations
