@@ -17,7 +17,7 @@ its own child process so that no run warms the next:
 
 Runs are alternated (every instance once, then again, ``--repeats`` times) and each
 figure is the median of an instance's runs; gaps do not vary between runs (the limit is
-deterministic). The last lines check the issue's targets: every auction <= 1 s CPU, gap
+deterministic). The last lines check the scale targets: every auction <= 1 s CPU, gap
 <= 1% at 1,000 bidders and <= 3% at 200-400, the whole command <= 1.5 s at 1,000.
 """
 

@@ -184,7 +184,7 @@ def geometric_mean(values: list[float]) -> float:
 
 def to_best(figures: dict[str, dict[str, float]], policy: str) -> list[float]:
     """Per cell, the policy's figure over the lowest of every policy's (itself included): the
-    issue's "max rho / per-cell best", 1.0 where the policy is the fairest."""
+    bar's "max rho / per-cell best", 1.0 where the policy is the fairest."""
     return [row[policy] / min(row.values()) for row in figures.values() if policy in row]
 
 

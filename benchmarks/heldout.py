@@ -15,7 +15,7 @@ winners pay nothing (c_i = 1) with the mean c_i.
 
 ``benchmarks/instances.py`` builds menus the way the Themis agent does (nested prefixes of
 one chain from rotated starts), on which the LP relaxation is nearly always integral. This
-family is the issue's counter-example, generated here with our own seeded generator:
+family is the counter-example, generated here with our own seeded generator:
 
 - 128 machines x 8 GPUs in 16 racks of 8 machines, every GPU free;
 - each bidder has 8 menu entries, each of 1, 2, 4 or 8 GPUs (uniformly); an entry lies on

@@ -1,5 +1,5 @@
 """Generated inputs for the scale benchmarks: ``themis auction`` files shaped like the
-issue's measurement, and Philly-like workloads.
+scale targets' auctions, and Philly-like workloads.
 
 An auction has ``machines`` x 8 GPUs in racks of 8 machines (128 x 8 = 1,024 GPUs in 16
 racks by default), all free, and ``bidders`` apps with 8 placement-aware menu entries each.
@@ -89,7 +89,7 @@ def write_auction(path: Path, bidders: int, machines: int = 128, seed: int = 0) 
 
 def rack_spec(gpus: int) -> str:
     """A cluster spec ``racks x machines x 8`` of ``gpus`` GPUs (a multiple of 8): racks of
-    10 machines as in the issue's 125 x 10 x 8, fewer machines for small clusters."""
+    10 machines as in the scale targets' 125 x 10 x 8, fewer machines for small clusters."""
     machines = max(1, gpus // GPUS_PER_MACHINE)
     per_rack = min(10, machines)
     racks = math.ceil(machines / per_rack)

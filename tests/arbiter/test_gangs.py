@@ -56,7 +56,7 @@ def test_gang_gets_its_machine_within_one_lease_of_becoming_worst_off() -> None:
     assert _first_start(result, "g") == pytest.approx(170.0)
     g_runs = [i for i in result.intervals if i.app_id == "g"]
     assert [i.gpus for i in g_runs] == [tuple(range(8))]
-    # The bound of the issue: within one lease (100 s) of the round that reserved.
+    # The bound: within one lease (100 s) of the round that reserved.
     assert _first_start(result, "g") <= 100.0 + 100.0
     # Idle cost: x0..x6's GPUs waited 70, 60, ..., 10 s for x7's: 280 GPU-seconds.
     assert isinstance(policy, ThemisPolicy)

@@ -10,7 +10,7 @@ What is checked:
   same total work, and arrives when PCS says it was submitted;
 - the model of the cluster: where both simulators follow the same rule, our ``srtf`` and
   PCS's ``SRTF`` agree on mean JCT and per app (tolerances below); PCS's ``SRSF`` (the
-  issue's reference) is near, by less where apps are wide;
+  reference rule) is near, by less where apps are wide;
 - the gap between the two Themis: both simulators' mean JCT and worst demand-capped rho
   are printed (``pytest -s``) and bounded by what was measured, so that a change that
   widens the gap fails here (docs/results.md, "Against PCS's Themis", explains the gap).
@@ -240,7 +240,7 @@ def test_srtf_matches_pcss_srtf_app_by_app(name: str, gpus: int) -> None:
 
 def test_the_srtf_band_tells_a_rule_that_ignores_work() -> None:
     # The band is narrow enough to fail a rule that does not rank by remaining work: our
-    # fifo on the issue's slice is far from PCS's SRTF.
+    # fifo on the 400-app slice is far from PCS's SRTF.
     ours = our_run("s0e4a51_0_400", "fifo", 64).mean_jct
     theirs = pcs_run("s0e4a51_0_400", "SRTF", 64).mean_jct
     assert ours / theirs > 1 + 10 * SRTF_TOLERANCE

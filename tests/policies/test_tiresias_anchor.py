@@ -11,9 +11,9 @@ promotion) replays the same jobs, and per-job completion times and per-app rho m
   model), with their default run and with their promotion run (``dlas-gpu-8``, PROMOTEKNOB
   8): the median per-job completion ratio within 5%, and 85% of jobs within 5%;
 - the bundled HyperDrive trace (4,697 jobs, apps one every 9,000 s, 2x4x8): the same per
-  job, and the largest per-app rho within 25% of the authors' (2.04): the issue-18
-  check. The authors' rho is this project's rho (``posthoc_rho``) computed from their
-  finish times: the same T_cluster, N_avg from their apps' lifetimes.
+  job, and the largest per-app rho within 25% of the authors' (2.04). The authors' rho is
+  this project's rho (``posthoc_rho``) computed from their finish times: the same
+  T_cluster, N_avg from their apps' lifetimes.
 
 Measured: on the bundled trace 99.0% of jobs within 1% (max rho 2.031 against their
 2.030); on the synthetic traces 97.8% and 94.8% within 5%, with promotion 91.5% and
@@ -154,7 +154,7 @@ def test_bundled_trace_per_job_and_max_rho_match_the_authors_simulator() -> None
     theirs = {a.app_id: max(ends[j.job_id] for j in a.jobs) for a in apps}
     t_cluster = {a.app_id: a.t_cluster for a in result.apps}
     authors = max_rho(app_arrival, theirs, t_cluster)
-    assert authors == pytest.approx(2.04, abs=0.01)  # the issue's figure, recomputed
+    assert authors == pytest.approx(2.04, abs=0.01)  # the figure first reported, recomputed
     ours = max(
         posthoc_rho(a.arrival, a.finish, a.t_cluster, result.n_avg[a.app_id])
         for a in result.apps

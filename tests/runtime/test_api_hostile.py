@@ -36,7 +36,8 @@ def arbiter(tmp_path: Path):
     ],
 )
 def test_out_of_range_parameters_are_400_in_one_line(arbiter, tmp_path: Path, path: str) -> None:
-    """Defect 7: ``logs?after=9223372036854775808`` was a 500 with a traceback."""
+    """``logs?after=9223372036854775808`` (past a 64-bit integer) is not a 500 with a
+    traceback."""
     from tests.runtime.conftest import app_yaml
     from themis.runtime.state.appfile import read_app_text
 
@@ -85,8 +86,8 @@ def _raw_post(url: str, token: str, size: int) -> bytes:
 
 @pytest.mark.timeout(60)
 def test_a_10_mb_body_without_expect_continue_is_413_not_a_reset(arbiter) -> None:
-    """Defect 14: the server answered before reading and closed with the body unread,
-    so the kernel reset the connection and the client never saw the 413."""
+    """A server that answers before reading and closes with the body unread makes the
+    kernel reset the connection, and the client never sees the 413."""
     answer = _raw_post(arbiter.url, arbiter.submitter, 10 * 2**20)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     # As urllib (and most clients) do it: the whole body sent, then the answer read.
@@ -115,9 +116,9 @@ def _server_side_nodelay(port: int, peer: tuple[str, int]) -> int:
 
 @pytest.mark.timeout(60)
 def test_kept_alive_connections_have_nagle_off(arbiter) -> None:
-    """Defect 8: every request after the first on a kept-alive connection took ~44 ms
-    (Nagle + delayed ACK): the listening socket had proto 0, so asyncio never set
-    TCP_NODELAY on the accepted ones."""
+    """Without TCP_NODELAY every request after the first on a kept-alive connection takes
+    ~44 ms (Nagle + delayed ACK), and asyncio does not set it on the sockets accepted from
+    a listening socket of proto 0."""
     import http.client
 
     host, port = arbiter.url.removeprefix("http://").split(":")
@@ -130,7 +131,7 @@ def test_kept_alive_connections_have_nagle_off(arbiter) -> None:
 
 
 def test_a_port_in_use_is_refused_before_ray_starts(tmp_path: Path, monkeypatch) -> None:
-    """Defect 10: it was reported after 20 s, once Ray was started and torn down."""
+    """Refused at once, not reported 20 s later once Ray has been started and torn down."""
     from click.testing import CliRunner
 
     from themis.cli.runtime import serve

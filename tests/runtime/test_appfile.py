@@ -244,7 +244,7 @@ def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
     )
 
 
-# -- numbers bounded, names whole, keys unique, floats finite and normal ----------------
+# -- numbers bounded, names whole, keys unique, floats finite and normal -----------------
 
 
 @pytest.mark.parametrize(
@@ -263,8 +263,8 @@ def test_trials_and_search_space_are_bounded(tmp_path: Path) -> None:
     ],
 )
 def test_huge_numbers_are_refused_with_their_field(tmp_path: Path, change, field) -> None:
-    """Defect 1: a number SQLite (or the arithmetic of a round) cannot hold stopped the
-    arbiter; every numeric field is bounded where the file is read."""
+    """A number SQLite (or the arithmetic of a round) cannot hold would stop the arbiter;
+    every numeric field is bounded where the file is read."""
     old, new = change
     assert old in GOOD
     message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
@@ -281,7 +281,7 @@ def test_huge_numbers_are_refused_with_their_field(tmp_path: Path, change, field
     ],
 )
 def test_a_name_ending_in_a_newline_is_refused(tmp_path: Path, change, field) -> None:
-    """Defect 6: ``$`` with ``re.match`` accepts a trailing newline."""
+    """Names are matched whole: ``$`` with ``re.match`` would accept a trailing newline."""
     old, new = change
     assert old in GOOD
     message = refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'")
@@ -289,7 +289,7 @@ def test_a_name_ending_in_a_newline_is_refused(tmp_path: Path, change, field) ->
 
 
 def test_a_duplicate_key_is_refused_with_its_line(tmp_path: Path) -> None:
-    """Defect 11: the last of two ``steps`` silently won."""
+    """Of two ``steps``, the last would silently win."""
     refused_fast(write(tmp_path, GOOD + "steps: 5\n"), "duplicate key 'steps'", ":")
     message = refused_fast(
         write(tmp_path, GOOD.replace("  hidden: [8, 16]", "  hidden: [8, 16]\n  lr: [3]")),
@@ -319,8 +319,8 @@ def test_a_duplicate_key_is_refused_with_its_line(tmp_path: Path) -> None:
 def test_non_finite_and_subnormal_numbers_are_refused(
     tmp_path: Path, change, field, fragment
 ) -> None:
-    """Defect 12: ``uniform: [-1e308, 1e308]`` stored Infinity (not JSON) and
-    ``step_time: 5e-324`` made rho infinite."""
+    """Unchecked, ``uniform: [-1e308, 1e308]`` would store Infinity (not JSON) and
+    ``step_time: 5e-324`` make rho infinite."""
     old, new = change
     assert old in GOOD
     refused_fast(write(tmp_path, GOOD.replace(old, new)), f"field '{field}'", fragment)

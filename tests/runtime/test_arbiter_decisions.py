@@ -281,7 +281,7 @@ def test_status_says_why_an_app_holds_nothing(tmp_path: Path) -> None:
     assert store.app("hog").note is None  # it holds GPUs: nothing to explain
 
 
-# -- one app's input never stops the loop ---------------------------------------------
+# -- one app's input never stops the loop ----------------------------------------------
 
 
 def faults(service: ArbiterService, where: str) -> float:
@@ -290,8 +290,8 @@ def faults(service: ArbiterService, where: str) -> float:
 
 
 def test_a_submit_the_store_cannot_hold_is_refused_and_the_loop_goes_on(tmp_path: Path) -> None:
-    """Defect 1: an app the file checks let through (here built past them) that makes the
-    store raise something other than a ThemisError used to end the loop (serve exit 1)."""
+    """An app the file checks let through (here built past them) that makes the store
+    raise something other than a ThemisError must not end the loop (serve exit 1)."""
     import dataclasses
 
     service, store, _ = service_for(tmp_path, {})
@@ -355,7 +355,7 @@ def test_a_failing_tick_is_logged_counted_and_the_loop_goes_on(
 
 
 def test_each_app_gets_its_own_checkpoint_key_stable_across_restarts(tmp_path: Path) -> None:
-    """Defect 2: jobs seal their checkpoints with their app's key, which the arbiter hands
+    """Jobs seal their checkpoints with their app's key, which the arbiter hands
     to that app's jobs only; a restarted arbiter hands out the same key."""
     service, store, launcher = service_for(tmp_path, {})
     submit(service, app_yaml(tmp_path, "a", steps=1000))

@@ -134,7 +134,7 @@ def test_a_gang_is_one_rank_per_gpu_with_local_ranks_per_node(tmp_path: Path) ->
 
 
 def test_the_ranks_of_a_node_are_listed_in_local_rank_order(tmp_path: Path) -> None:
-    """Defect 15: each rank must see its node's GPUs of the gang in local-rank order."""
+    """Each rank must see its node's GPUs of the gang in local-rank order."""
     from dataclasses import replace
 
     from themis.runtime.workers.jobs import node_peers

@@ -42,7 +42,7 @@ def filled_store(tmp_path: Path, state_dir: Path, events: int = 3000) -> None:
     store.close()
 
 
-# -- defect 3: integrity checked at every open ------------------------------------------
+# -- integrity checked at every open ----------------------------------------------------
 
 
 def test_a_database_with_one_corrupt_page_is_refused_at_open_in_one_line(
@@ -64,7 +64,7 @@ def test_a_database_with_one_corrupt_page_is_refused_at_open_in_one_line(
     assert "themis state backup" in message or "--init" in message
 
 
-# -- defect 4: the open file checked against the path -----------------------------------
+# -- the open file checked against the path ---------------------------------------------
 
 
 def service_for(tmp_path: Path, state_dir: Path) -> tuple[ArbiterService, Store]:
@@ -110,7 +110,7 @@ def test_a_database_deleted_or_replaced_under_the_arbiter_stops_it(
     assert wal[0].exists()
 
 
-# -- defect 5: private from creation ----------------------------------------------------
+# -- private from creation --------------------------------------------------------------
 
 
 def test_wal_and_shm_are_private_from_creation_and_a_loose_dir_is_tightened(
