@@ -195,3 +195,27 @@ def test_a_restart_of_serve_mid_study_loses_no_finished_trial(cluster, tmp_path:
     assert {t.number: t.value for t in after if t.number in before} == before
     tags = [t.user_attrs["themis_trial"].split("#")[0] for t in after]
     assert sorted(tags) == [f"lasting/t{i:03d}" for i in range(8)]
+
+
+@pytest.mark.timeout(240)
+def test_the_optuna_example_runs_on_serve(cluster, tmp_path: Path) -> None:
+    """``examples/optuna_mlp``: the numpy MLP's objective, unchanged, as an app."""
+    state = tmp_path / "state"
+    example = Path(__file__).resolve().parents[2] / "examples" / "optuna_mlp" / "app.yaml"
+    serve, url = start_serve(cluster, state, tmp_path, init=True)
+    try:
+        admin = (state / "admin.token").read_text().strip()
+        submit(example, url, (state / "submit.token").read_text().strip())
+        rows = wait_until(url, admin, lambda r: r["optuna-mlp"]["state"] != "running", 200)
+        logs = themis("logs", "optuna-mlp", server=url, token=admin).stdout
+    finally:
+        stop(serve)
+    row = rows["optuna-mlp"]
+    assert row["state"] == "finished" and row["finished"] + row["pruned"] == 16, row
+    study = study_of(tmp_path, "optuna-mlp")
+    assert len(study.trials) == 16
+    assert sum(t.state.name == "PRUNED" for t in study.trials) == row["pruned"]
+    assert study.best_value < 0.6  # it learned: chance is log 2 = 0.69
+    assert "asked the study for a trial: optuna trial" in logs
+    best = study.best_value
+    print(f"optuna-mlp: {row['pruned']} of 16 pruned, best {best:.4f}, rho {row['rho']:.2f}")
