@@ -26,6 +26,8 @@ Format (``docs/runtime.md`` has the long version)::
     seed: 0                         # optional: seed of the search-space draws
     workdir: .                      # optional: where the module lives (default: the
                                     # file's folder)
+    tuner: {kind: optuna, ...}      # optional: a study draws and prunes instead of
+                                    # search_space and early_stopping (state/tuner.py)
 
 Every field is checked before anything is submitted; the first problem is raised as a
 :class:`ThemisError` naming the file and the field (``early_stopping.eta``), so that the
