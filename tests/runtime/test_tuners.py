@@ -23,6 +23,7 @@ from themis.runtime.state.store import Store
 optuna = pytest.importorskip("optuna")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 STEPS = 12
+STEPS_TUNE = 20  # examples/tune_mlp: reports per trial
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +220,36 @@ def test_the_optuna_example_runs_on_serve(cluster, tmp_path: Path) -> None:
     assert "asked the study for a trial: optuna trial" in logs
     best = study.best_value
     print(f"optuna-mlp: {row['pruned']} of 16 pruned, best {best:.4f}, rho {row['rho']:.2f}")
+
+
+@pytest.mark.timeout(240)
+def test_a_ray_tune_search_runs_as_an_app_and_asha_stops_trials(cluster, tmp_path: Path) -> None:
+    """``examples/tune_mlp``: a Tune function trainable, unchanged, with OptunaSearch as
+    its searcher and ASHA as its scheduler."""
+    pytest.importorskip("ray.tune")
+    state = tmp_path / "state"
+    example = Path(__file__).resolve().parents[2] / "examples" / "tune_mlp" / "app.yaml"
+    serve, url = start_serve(cluster, state, tmp_path, init=True)
+    try:
+        admin = (state / "admin.token").read_text().strip()
+        submit(example, url, (state / "submit.token").read_text().strip())
+        rows = wait_until(url, admin, lambda r: r["tune-mlp"]["state"] != "running", 200)
+        text = themis("status", server=url, token=admin).stdout
+    finally:
+        stop(serve)
+    row = rows["tune-mlp"]
+    assert row["state"] == "finished", row
+    assert row["tuner"] == "ray-tune OptunaSearch/ASHAScheduler"
+    assert "finished (ray-tune)" in text, text
+    trials = Store(state).trials("tune-mlp")
+    stopped = [t for t in trials if t.state == "pruned"]
+    assert stopped and row["pruned"] == len(stopped), [t.state for t in trials]
+    assert all(t.reason.startswith("stopped by ASHAScheduler at iteration ") for t in stopped)
+    # ASHA's rungs are at 4, 8 and 16 iterations (grace 4, reduction 2): trials stop there.
+    assert {t.steps_done for t in stopped} <= {4, 8, 16}, [t.steps_done for t in stopped]
+    finished = [t for t in trials if t.state == "finished"]
+    assert finished and all(t.steps_done == STEPS_TUNE for t in finished)
+    # The searcher's state is Tune's own pickle, kept sealed beside the checkpoints.
+    tune_dir = tmp_path / "checkpoints" / "tune-mlp" / "tune"
+    assert (tune_dir / "searcher.pkl").exists() and (tune_dir / "searcher.mac").exists()
+    print(f"tune-mlp: {len(stopped)} of 16 stopped by ASHA, rho {row['rho']:.2f}")

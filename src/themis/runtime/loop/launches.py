@@ -18,6 +18,8 @@ from themis.runtime.workers.lease import TrialSpec
 CHECKPOINT_NAME = "checkpoint.themis"
 #: A tuner app's study, by default: ``<storage>/<app>/optuna.db``.
 STUDY_NAME = "optuna.db"
+#: A Ray Tune app's searcher and scheduler: ``<storage>/<app>/tune/``.
+TUNE_DIR = "tune"
 
 
 class Launches:
@@ -77,6 +79,9 @@ class Launches:
         if spec.tuner is None:
             return None
         tuner = spec.tuner.to_dict()
+        if tuner["kind"] == "ray-tune":  # the searcher's and scheduler's sealed state
+            tuner["state_dir"] = str(self.storage / app_id / TUNE_DIR)
+            return tuner
         url = tuner["storage"] or f"sqlite:///{self.storage / app_id / STUDY_NAME}"
         prefix = "sqlite:///"
         if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):

@@ -35,7 +35,24 @@ from typing import Any
 from themis.errors import ThemisError
 
 #: Tuners an app may name.
-KINDS = ("optuna",)
+KINDS = ("optuna", "ray-tune")
+#: Ray Tune's searchers (``ray.tune.search``) built from ``space``, ``metric`` and
+#: ``mode``; all but OptunaSearch need their own package installed in the trials.
+SEARCHERS = (
+    "OptunaSearch",
+    "HyperOptSearch",
+    "BayesOptSearch",
+    "HEBOSearch",
+    "AxSearch",
+)
+#: Ray Tune's trial schedulers whose decisions need nothing but a trial's id and its
+#: results (``on_trial_add``, ``on_trial_result``, ``on_trial_complete``): ASHA. The
+#: synchronous HyperBand and the median stopping rule ask Tune's controller for its
+#: live trials, which exist only inside ``Tuner.fit``.
+SCHEDULERS = ("ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler")
+#: A Ray Tune search space as data: ``{name: {kind: arguments}}``.
+SPACE_KINDS = ("uniform", "loguniform", "randint", "choice", "quniform")
+MODES = ("min", "max")
 #: Optuna's single-objective samplers (``optuna.samplers``).
 SAMPLERS = (
     "TPESampler",
@@ -59,6 +76,7 @@ PRUNERS = (
 )
 DIRECTIONS = ("minimize", "maximize")
 _FIELDS = ("kind", "direction", "sampler", "pruner", "metric", "study_name", "storage")
+_TUNE_FIELDS = ("kind", "searcher", "scheduler", "space", "metric", "mode")
 _NAME_RE = re.compile(r"^[A-Za-z_]\w{0,63}$")
 _STUDY_RE = re.compile(r"^[\w.-]{1,128}$")
 #: Bounds of what a keyword argument may hold: real ones are a few numbers.
@@ -81,6 +99,9 @@ class TunerSpec:
     metric: str = "value"
     study_name: str = ""
     storage: str | None = None  # None: a SQLite file in the app's storage directory
+    #: Ray Tune's search space as data (``SPACE_KINDS``); empty for Optuna, whose
+    #: objective suggests its own parameters.
+    space: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -98,6 +119,7 @@ class TunerSpec:
             "metric": self.metric,
             "study_name": self.study_name,
             "storage": self.storage,
+            "space": dict(self.space),
             "label": self.label,  # read by the store's status query (json_extract)
         }
 
@@ -114,6 +136,7 @@ class TunerSpec:
             raw.get("metric", "value"),
             raw.get("study_name", ""),
             raw.get("storage"),
+            dict(raw.get("space") or {}),
         )
 
 
@@ -125,6 +148,8 @@ def parse_tuner(raw: Any, app_name: str, source: str) -> TunerSpec:
 
     if not isinstance(raw, dict):
         raise fail("", f"must be a mapping (known fields: {', '.join(_FIELDS)})")
+    if raw.get("kind") == "ray-tune":
+        return _parse_tune(raw, fail)
     for key in raw:
         if key not in _FIELDS:
             raise fail(str(key)[:40], f"unknown field (known: {', '.join(_FIELDS)})")
@@ -152,6 +177,53 @@ def parse_tuner(raw: Any, app_name: str, source: str) -> TunerSpec:
         raise fail("storage", "must be an Optuna RDB URL (e.g. sqlite:///study.db)")
     return TunerSpec(
         kind, direction, sampler, pruner, sampler_args, pruner_args, metric, study_name, storage
+    )
+
+
+def _parse_tune(raw: dict[str, Any], fail: Any) -> TunerSpec:
+    """A Ray Tune search: ``searcher`` and ``scheduler`` by name, ``space`` as data, the
+    ``metric`` both read and its ``mode``. Kept in the same record as a study: the
+    searcher in ``sampler``, the scheduler in ``pruner``, the mode as a direction."""
+    for key in raw:
+        if key not in _TUNE_FIELDS:
+            raise fail(str(key)[:40], f"unknown field (known: {', '.join(_TUNE_FIELDS)})")
+    searcher, searcher_args = _named(
+        raw.get("searcher", "OptunaSearch"), SEARCHERS, "searcher", fail
+    )
+    scheduler, scheduler_args = _named(
+        raw.get("scheduler", "FIFOScheduler"), SCHEDULERS, "scheduler", fail
+    )
+    metric = raw.get("metric")
+    if not isinstance(metric, str) or not _NAME_RE.fullmatch(metric):
+        raise fail("metric", f"must be the name of a reported metric, got {_short(metric)}")
+    mode = raw.get("mode", "min")
+    if mode not in MODES:
+        raise fail("mode", f"must be min or max, got {_short(mode)}")
+    space = raw.get("space")
+    if not isinstance(space, dict) or not space or len(space) > MAX_KWARGS * 2:
+        raise fail("space", f"must map 1 to {MAX_KWARGS * 2} parameters to their draws")
+    for name, draw in space.items():
+        where = f"space.{str(name)[:40]}"
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+            raise fail(where, "must be an identifier")
+        if not isinstance(draw, dict) or len(draw) != 1 or next(iter(draw)) not in SPACE_KINDS:
+            raise fail(where, f"must be {{kind: arguments}}, kind one of {', '.join(SPACE_KINDS)}")
+        kind, args = next(iter(draw.items()))
+        if not isinstance(args, list) or not args:
+            raise fail(where, f"{kind} needs a list of arguments")
+        _check_value(args, where, fail, depth=1)
+    direction = "minimize" if mode == "min" else "maximize"
+    return TunerSpec(
+        "ray-tune",
+        direction,
+        searcher,
+        scheduler,
+        searcher_args,
+        scheduler_args,
+        metric,
+        "",
+        None,
+        dict(space),
     )
 
 

@@ -497,6 +497,22 @@ def load_entrypoint(entrypoint: str, workdir: str) -> Callable[[Trial], Any]:
     return fn
 
 
+def _tuned(spec: TrialSpec) -> Callable[[Trial], Any]:
+    """A tuner app's entrypoint (an Optuna objective, a Ray Tune function) wrapped in
+    the code that drives its study or search in this job."""
+    assert spec.tuner is not None
+    if spec.tuner["kind"] == "ray-tune":
+        from themis.runtime.workers import tune_trial
+
+        tune_trial.prepare()  # before the user's module binds ray.tune.report
+        trainable = load_entrypoint(spec.entrypoint, spec.workdir)
+        return tune_trial.driven_by_search(trainable, spec.tuner)
+    from themis.runtime.workers import optuna_trial
+
+    objective = load_entrypoint(spec.entrypoint, spec.workdir)
+    return optuna_trial.driven_by_study(objective, spec.tuner)
+
+
 def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
     """Run one lease of a trial in this process: resume, train, checkpoint, report.
     ``port`` is the gang's ``MASTER_PORT`` (opened on rank 0's node)."""
@@ -508,11 +524,9 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
             return _outcome(spec, control, "done")
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
-        fn = load_entrypoint(spec.entrypoint, spec.workdir)
-        if spec.tuner is not None:  # the entrypoint is an objective; a study drives it
-            from themis.runtime.workers import optuna_trial
-
-            fn = optuna_trial.driven_by_study(fn, spec.tuner)
+        fn = _tuned(spec) if spec.tuner is not None else None
+        if fn is None:
+            fn = load_entrypoint(spec.entrypoint, spec.workdir)
         with control.lock:
             control.started = True
         fn(trial)
