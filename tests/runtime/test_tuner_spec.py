@@ -100,3 +100,57 @@ def test_a_tuner_and_successive_halving_are_refused_together(tmp_path: Path) -> 
     halving = "early_stopping: {rule: successive_halving, metric: loss, min_steps: 5}\n"
     with pytest.raises(ThemisError, match="pruned by its tuner"):
         load_app_file(write(tmp_path, GOOD + halving))
+
+
+TUNE = """
+name: search-1
+entrypoint: trainable:train
+trials: 8
+gpus_per_trial: 1
+steps: 20
+step_time: 0.05
+tuner:
+  kind: ray-tune
+  searcher: {OptunaSearch: {seed: 0}}
+  scheduler: {ASHAScheduler: {grace_period: 4, max_t: 20}}
+  metric: loss
+  mode: min
+  space:
+    lr: {loguniform: [0.001, 3.0]}
+    hidden: {choice: [8, 16]}
+"""
+
+
+def test_a_ray_tune_search_is_read_as_data(tmp_path: Path) -> None:
+    app = load_app_file(write(tmp_path, TUNE))
+    tuner = app.tuner
+    assert tuner is not None and tuner.label == "ray-tune OptunaSearch/ASHAScheduler"
+    assert tuner.space == {"lr": {"loguniform": [0.001, 3.0]}, "hidden": {"choice": [8, 16]}}
+    assert (tuner.metric, tuner.direction, tuner.pruner_args["grace_period"]) == (
+        "loss",
+        "minimize",
+        4,
+    )
+    assert AppFile.from_dict(app.to_dict()) == app
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (("{OptunaSearch:", "{MySearch:"), "tuner.searcher", "must be one of OptunaSearch"),
+        (("{ASHAScheduler:", "{HyperBandScheduler:"), "tuner.scheduler", "ASHAScheduler"),
+        (("mode: min", "mode: lowest"), "tuner.mode", "min or max"),
+        (("metric: loss", "metric: [loss]"), "tuner.metric", "name of a reported metric"),
+        (("{choice: [8, 16]}", "{normal: [0, 1]}"), "tuner.space.hidden", "kind one of"),
+        (("{choice: [8, 16]}", "{choice: []}"), "tuner.space.hidden", "list of arguments"),
+        (("  mode: min", "  direction: minimize"), "tuner.direction", "unknown field"),
+    ],
+)
+def test_a_bad_search_is_one_line_naming_its_field(
+    tmp_path: Path, change: tuple[str, str], field: str, fragment: str
+) -> None:
+    assert change[0] in TUNE
+    with pytest.raises(ThemisError) as caught:
+        load_app_file(write(tmp_path, TUNE.replace(change[0], change[1], 1)))
+    message = caught.value.format()
+    assert f"field '{field}'" in message and fragment in message, message

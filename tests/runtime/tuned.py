@@ -36,3 +36,13 @@ def slow(trial: optuna.Trial) -> float:
         value = (x - 2.0) ** 2 + 1.0 / (step + 1)
         trial.report(value, step)
     return value
+
+
+def tune_bowl(config: dict) -> None:
+    """A Ray Tune function trainable (``tune.report`` per iteration) on the same bowl."""
+    from ray import tune
+
+    pace = float(os.environ.get("TUNED_PACE", "0.05"))
+    for step in range(STEPS):
+        time.sleep(pace)
+        tune.report({"loss": (config["x"] - 2.0) ** 2 + 1.0 / (step + 1)})
