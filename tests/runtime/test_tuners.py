@@ -18,6 +18,7 @@ from tests.runtime.conftest import HERE, app_yaml
 from tests.runtime.raytest import local_cluster
 from tests.runtime.test_api import themis
 from tests.runtime.test_end_to_end import apps_status, get, start_serve
+from themis.runtime.state.replay import convert, read_state
 from themis.runtime.state.store import Store
 
 optuna = pytest.importorskip("optuna")
@@ -113,7 +114,14 @@ def test_an_optuna_study_runs_as_an_app_and_its_pruner_prunes(cluster, tmp_path:
     assert row["pruned"] == len(pruned)
     for t in pruned:
         assert t.reason.startswith("pruned by MedianPruner at step "), t.reason
-        assert t.steps_done == 0  # an objective has no checkpoint: nothing counted durable
+        # Its steps are the reports it made before the pruner stopped it.
+        step = int(t.reason.split(" at step ")[1].split()[0])
+        assert t.steps_done == step + 1 < STEPS
+    assert all(t.steps_done == STEPS for t in trials.values() if t.state == "finished")
+    # The study's trace for the simulator (``themis replay``): each trial's work is the
+    # steps it made, a pruned trial's its pruning point.
+    jobs = {j.job_id: j.work for a in convert(read_state(state)).workload.apps for j in a.jobs}
+    assert jobs == {f"bowl/{t.trial_id}": float(t.steps_done) for t in trials.values()}
     study = study_of(tmp_path, "bowl")
     by_state = {s: [t for t in study.trials if t.state.name == s] for s in ("COMPLETE", "PRUNED")}
     assert len(study.trials) == 10  # one Optuna trial per Themis trial, none asked twice

@@ -29,6 +29,9 @@ from themis.runtime.workers.checkpoint import REFUSALS
 from themis.runtime.workers.launcher import RunningJob
 from themis.runtime.workers.lease import NOTE_CHARS, Outcome, Progress
 
+#: How a tuner app's trial ends for good, its steps then all made (``_on_end``).
+TUNER_ENDS = ("done", "pruned")
+
 
 class ReportHandling:
     """Reports and ends of jobs."""
@@ -176,6 +179,10 @@ class ReportHandling:
         state = live.trial_state.get(rj.trial_id)
         if state in ENDED:
             return True
+        if outcome is not None and live.spec.tuner is not None and outcome.status in TUNER_ENDS:
+            # A tuner's objective keeps no checkpoint of ours, but a trial that ended made
+            # its steps for good: they are its work (its pruning point for ``replay``).
+            self._record_checkpoint(live, rj, outcome.steps)
         if outcome is not None and outcome.status == "pruned":
             # The trial's own tuner stopped it: it only gives up its own remaining steps.
             self.trials.finish(live, job, now, PRUNED, outcome.note or "pruned by its tuner")
