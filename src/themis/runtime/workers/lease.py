@@ -153,9 +153,10 @@ class TrialSpec:
     #: Steps the arbiter counts as checkpointed (``trials.steps_done``): the restore
     #: refuses a checkpoint holding fewer (``_restore``).
     expected_step: int = 0
-    #: The app's declared study (``state.tuner.TunerSpec.to_dict``, its storage URL
-    #: resolved), as data: the job wraps the entrypoint, the user's objective, in
-    #: ``workers.optuna_trial``. None: the entrypoint is a training function.
+    #: The app's declared study or search (``state.tuner.TunerSpec.to_dict``, where its
+    #: state lives resolved), as data: the job wraps the entrypoint, the user's Optuna
+    #: objective or Tune function, in ``workers.optuna_trial`` or ``workers.tune_trial``.
+    #: None: the entrypoint is a training function.
     tuner: dict[str, Any] | None = None
 
     @property
@@ -524,8 +525,9 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
             return _outcome(spec, control, "done")
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
-        fn = _tuned(spec) if spec.tuner is not None else None
-        if fn is None:
+        if spec.tuner is not None:  # an objective or Tune function; our code drives it
+            fn = _tuned(spec)
+        else:
             fn = load_entrypoint(spec.entrypoint, spec.workdir)
         with control.lock:
             control.started = True
