@@ -154,3 +154,27 @@ def test_a_bad_search_is_one_line_naming_its_field(
         load_app_file(write(tmp_path, TUNE.replace(change[0], change[1], 1)))
     message = caught.value.format()
     assert f"field '{field}'" in message and fragment in message, message
+
+
+def test_the_arbiters_side_imports_no_tuner(tmp_path: Path) -> None:
+    """Reading a tuner app and every module of the arbiter (loop, API, store) leaves
+    Optuna and Ray Tune unimported: they run only in the trials' jobs."""
+    import subprocess
+    import sys
+
+    optuna_app = write(tmp_path, GOOD)
+    (tmp_path / "tune").mkdir()
+    tune_app = write(tmp_path / "tune", TUNE)
+    code = (
+        "import sys\n"
+        "import themis.runtime.loop.service, themis.runtime.api.routes\n"
+        "import themis.runtime.loop.launches, themis.runtime.api.queries\n"
+        "from themis.runtime.state.appfile import load_app_file\n"
+        f"for path in ({str(optuna_app)!r}, {str(tune_app)!r}):\n"
+        "    assert load_app_file(path).tuner is not None\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'optuna'"
+        " or m.startswith('ray.tune')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
