@@ -141,7 +141,10 @@ def driven_by_search(
             trial.prune(note)
             return
         except Exception:
-            state.complete(last, error=True)
+            try:  # the searcher hears of the failure; the function's error is the news
+                state.complete(last, error=True)
+            except Exception as told:
+                trial.log(f"{tuner['sampler']} could not be told of the failure: {told!r}")
             raise
         finally:
             _running = None
