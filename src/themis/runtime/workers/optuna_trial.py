@@ -89,7 +89,10 @@ def driven_by_study(
             trial.prune(f"pruned by {tuner['pruner']} {where} (optuna trial {asked.number})")
             return
         except Exception:
-            study.tell(asked, state=optuna.trial.TrialState.FAIL)
+            try:  # the study hears of the failure; the objective's error is the news
+                study.tell(asked, state=optuna.trial.TrialState.FAIL)
+            except Exception as told:
+                trial.log(f"the study could not be told of the failure: {told!r}")
             raise
         study.tell(asked, value)
         trial.log(f"optuna trial {asked.number} completed: value {_text(value)}, {asked.params}")
