@@ -97,3 +97,10 @@ def test_a_planted_trial_without_the_apps_mark_is_not_taken_for_the_apps(
     outcome = run_trial(spec(tmp_path, 0), LeaseControl())
     assert outcome.status == "done" and outcome.steps == 12  # ran for real
     assert len(study(tmp_path).trials) == 2
+
+
+def test_an_objective_that_raises_fails_its_trial_and_the_studys(tmp_path: Path) -> None:
+    outcome = run_trial(spec(tmp_path, 0, entry="broken"), LeaseControl())
+    assert outcome.status == "error" and "ValueError: diverged" in outcome.error
+    [failed] = study(tmp_path).trials
+    assert failed.state.name == "FAIL" and len(failed.intermediate_values) == 2

@@ -55,3 +55,13 @@ def tune_slow(config: dict) -> None:
     for step in range(STEPS):
         time.sleep(0.4)
         tune.report({"loss": (config["x"] - 2.0) ** 2 + 1.0 / (step + 1)})
+
+
+def broken(trial: optuna.Trial) -> float:
+    """An objective that fails at its third step."""
+    x = trial.suggest_float("x", -10.0, 10.0)
+    for step in range(STEPS):
+        if step == 2:
+            raise ValueError("diverged")
+        trial.report(x, step)
+    return x
