@@ -428,6 +428,13 @@ def _print_status(server: str, answer: dict[str, Any]) -> None:
         )
 
 
+def _state_cell(row: dict[str, Any]) -> str:
+    """The app's state, and the tuner that drives it if any (its kind: the sampler and
+    pruner are in ``--json``)."""
+    tuner = row.get("tuner")
+    return f"{row['state']} ({tuner.split()[0]})" if tuner else str(row["state"])
+
+
 #: The narrowest the reason column may be; below it, reasons go under the table.
 MIN_WHY = 24
 
@@ -443,12 +450,12 @@ def _print_table(rows: list[dict[str, Any]], width: int | None = None) -> None:
     cells = [
         [
             r["app_id"],
-            r["state"],
+            _state_cell(r),
             _rho(r["rho"]),
             str(r["gpus"]),
             str(r["leases"]),
             str(r["alive"]),
-            str(r["stopped_early"]),
+            str(r["stopped_early"] + r.get("pruned", 0)),
             str(r["finished"]),
             str(r["failed"]),
             f"{r['steps_done']}/{r['steps_total']}",

@@ -96,6 +96,10 @@ class AppStatus(BaseModel):
     steps_done: int
     steps_total: int
     why: str | None
+    pruned: int = Field(0, description="trials the app's tuner pruned")
+    tuner: str | None = Field(
+        None, description="the tuner that drives the app (kind sampler/pruner), or null"
+    )
 
 
 class StatusResponse(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 from themis.errors import ThemisError
 from themis.runtime.api.auth import Principal
 from themis.runtime.loop.halving import STOPPED_EARLY
-from themis.runtime.state.store import ACTIVE_APP_STATES, LIVE_TRIAL_STATES, Store
+from themis.runtime.state.store import ACTIVE_APP_STATES, LIVE_TRIAL_STATES, PRUNED, Store
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,8 @@ class StatusRow:
     steps_done: int
     steps_total: int
     why: str | None  # the outcome's reason once ended; else why it holds nothing
+    pruned: int = 0  # trials its tuner's pruner stopped
+    tuner: str | None = None  # what drives it: ``TunerSpec.label`` (our words), or None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,10 +56,12 @@ def public_reason(row: StatusRow) -> str:
     """How an app ended, from its counts only (no text of its own)."""
     if row.state == "cancelled":
         return "cancelled"
-    total = row.alive + row.stopped_early + row.finished + row.failed
+    total = row.alive + row.stopped_early + row.pruned + row.finished + row.failed
     parts = [f"{row.finished} of {total} trials ran their whole budget"]
     if row.stopped_early:
         parts.append(f"{row.stopped_early} stopped early")
+    if row.pruned:
+        parts.append(f"{row.pruned} pruned by the app's tuner")
     if row.failed:
         parts.append(f"{row.failed} failed")
     return "; ".join(parts) + " (details: the app's token or the admin's)"
@@ -97,6 +101,8 @@ def status_rows(store: Store, only: str | None = None) -> list[StatusRow]:
                 0 if tally is None else tally.steps_done,
                 0 if tally is None else tally.steps_total,
                 app.reason if ended else app.note,
+                count.get(PRUNED, 0),
+                app.tuner,
             )
         )
     return rows

@@ -24,10 +24,13 @@ from themis.runtime.loop.metrics import ArbiterMetrics
 from themis.runtime.loop.restart_cost import RestartCosts
 from themis.runtime.loop.start_watch import StartWatch, resume_check
 from themis.runtime.loop.trials import Trials
-from themis.runtime.state.store import Store
+from themis.runtime.state.store import PRUNED, Store
 from themis.runtime.workers.checkpoint import REFUSALS
 from themis.runtime.workers.launcher import RunningJob
-from themis.runtime.workers.lease import Outcome, Progress
+from themis.runtime.workers.lease import NOTE_CHARS, Outcome, Progress
+
+#: How a tuner app's trial ends for good, its steps then all made (``_on_end``).
+TUNER_ENDS = ("done", "pruned")
 
 
 class ReportHandling:
@@ -176,11 +179,21 @@ class ReportHandling:
         state = live.trial_state.get(rj.trial_id)
         if state in ENDED:
             return True
+        if outcome is not None and live.spec.tuner is not None and outcome.status in TUNER_ENDS:
+            # A tuner's objective keeps no checkpoint of ours, but a trial that ended made
+            # its steps for good: they are its work (its pruning point for ``replay``).
+            self._record_checkpoint(live, rj, outcome.steps)
+        if outcome is not None and outcome.status == "pruned":
+            # The trial's own tuner stopped it: it only gives up its own remaining steps.
+            self.trials.finish(live, job, now, PRUNED, outcome.note or "pruned by its tuner")
+            return True
         if outcome is not None and outcome.status == "done":
             if live.spec.halving is not None and outcome.steps < live.spec.steps:
                 self.halving.park(live, job, outcome.steps, now)
             else:
-                self.trials.finish(live, job, now, "finished", f"done after {outcome.steps} steps")
+                done = f"done after {outcome.steps} steps"
+                why = f"{outcome.note} ({done})" if outcome.note else done
+                self.trials.finish(live, job, now, "finished", why)
             return True
         if outcome is not None and outcome.status == "error":
             live.first_error = live.first_error or outcome.error
@@ -234,8 +247,12 @@ def _out_of_range(report: Progress | Outcome, budget: int) -> str | None:
     if any(not isinstance(line, str) for line in last.logs):
         return "log lines must be text"
     if isinstance(report, Outcome) and (
-        report.status not in ("done", "paused", "error")
+        report.status not in ("done", "paused", "error", "pruned")
         or not (report.error is None or isinstance(report.error, str))
     ):
         return f"status {str(report.status)[:20]}"
+    if isinstance(report, Outcome) and (
+        not isinstance(report.note, str) or len(report.note) > NOTE_CHARS
+    ):
+        return f"a note of {NOTE_CHARS} characters at most"
     return None

@@ -4,6 +4,7 @@ told (its trial's configuration, steps, checkpoint, placement, rendezvous, crede
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from themis.runtime.loop.credentials import JobCredentials
 from themis.runtime.loop.current_inventory import CurrentInventory
@@ -15,6 +16,10 @@ from themis.runtime.workers.lease import TrialSpec
 
 #: A trial's checkpoint under ``<storage>/<app>/<trial>/`` (``workers.checkpoint``).
 CHECKPOINT_NAME = "checkpoint.themis"
+#: A tuner app's study, by default: ``<storage>/<app>/optuna.db``.
+STUDY_NAME = "optuna.db"
+#: A Ray Tune app's searcher and scheduler: ``<storage>/<app>/tune/``.
+TUNE_DIR = "tune"
 
 
 class Launches:
@@ -63,7 +68,26 @@ class Launches:
             rank_per_gpu=spec.ranks == "gpu",
             checkpoint_key=self.credentials.checkpoint_key(key[0]),
             expected_step=int(live.durable.get(key[1], 0)),
+            tuner=self._tuner(key[0]),
         )
+
+    def _tuner(self, app_id: str) -> dict[str, Any] | None:
+        """The app's declared study for its jobs, its storage resolved: by default a
+        SQLite file beside the app's checkpoints (kept across restarts of serve); a
+        relative SQLite path is under the app's workdir."""
+        spec = self.book.apps[app_id].spec
+        if spec.tuner is None:
+            return None
+        tuner = spec.tuner.to_dict()
+        if tuner["kind"] == "ray-tune":  # the searcher's and scheduler's sealed state
+            tuner["state_dir"] = str(self.storage / app_id / TUNE_DIR)
+            return tuner
+        url = tuner["storage"] or f"sqlite:///{self.storage / app_id / STUDY_NAME}"
+        prefix = "sqlite:///"
+        if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
+            url = prefix + str(Path(spec.workdir) / url[len(prefix) :])
+        tuner["storage"] = url
+        return tuner
 
     def _starts(self, key: Key) -> int:
         for trial in self.store.trials(key[0]):

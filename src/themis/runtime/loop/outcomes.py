@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from themis.runtime.loop.halving import STOPPED_EARLY
+from themis.runtime.state.store import PRUNED
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,12 @@ def app_outcome(
     n = len(trial_states)
     count = Counter(trial_states.values())
     finished, failed, early = count["finished"], count["failed"], count[STOPPED_EARLY]
+    pruned = count[PRUNED]
     parts = [f"{finished} of {n} trials ran their whole budget"]
     if early:
         parts.append(f"{early} stopped early by successive halving")
+    if pruned:
+        parts.append(f"{pruned} pruned by the app's tuner")
     if failed:
         parts.append(f"{failed} failed")
     if finished:

@@ -26,6 +26,8 @@ Format (``docs/runtime.md`` has the long version)::
     seed: 0                         # optional: seed of the search-space draws
     workdir: .                      # optional: where the module lives (default: the
                                     # file's folder)
+    tuner: {kind: optuna, ...}      # optional: a study draws and prunes instead of
+                                    # search_space and early_stopping (state/tuner.py)
 
 Every field is checked before anything is submitted; the first problem is raised as a
 :class:`ThemisError` naming the file and the field (``early_stopping.eta``), so that the
@@ -54,6 +56,7 @@ from typing import Any
 import yaml
 
 from themis.errors import ThemisError
+from themis.runtime.state.tuner import TunerSpec, parse_tuner
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _ENTRY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -74,6 +77,7 @@ _FIELDS = frozenset(
         "progress_weight",
         "seed",
         "workdir",
+        "tuner",
     }
 )
 _DISTRIBUTIONS = ("uniform", "loguniform", "randint")
@@ -148,6 +152,9 @@ class AppFile:
     #: The app's own trial order (``AppSpec.progress_weight``): 0 runs the first trials to
     #: the end before the others start (fewest restarts); above 0, least made first.
     progress_weight: float = 1.0
+    #: A study of the user's tuner that asks the trials' configurations and prunes them
+    #: (``state/tuner.py``); None: the search space and successive halving above.
+    tuner: TunerSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved app, as stored: configs drawn, workdir absolute."""
@@ -167,12 +174,14 @@ class AppFile:
             "workdir": self.workdir,
             "ranks": self.ranks,
             "progress_weight": self.progress_weight,
+            "tuner": None if self.tuner is None else self.tuner.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> AppFile:
         """Inverse of :meth:`to_dict` (for what the store kept; not for user input)."""
         halving = raw["halving"]
+        tuner = raw.get("tuner")  # apps stored before the field have none
         return cls(
             raw["name"],
             raw["entrypoint"],
@@ -189,6 +198,7 @@ class AppFile:
             raw["workdir"],
             raw.get("ranks", "gpu"),  # apps stored before the field: one rank per GPU
             raw.get("progress_weight", 1.0),
+            None if tuner is None else TunerSpec.from_dict(tuner),
         )
 
 
@@ -418,6 +428,7 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
     if not isinstance(workdir_raw, str):
         raise f.fail("workdir", f"must be a path, got {workdir_raw!r}")
     workdir = resolve_workdir(workdir_raw, base_dir, f)
+    tuner = _tuner(f, name, gpus, halving is not None, bool(raw.get("search_space")))
     return AppFile(
         name,
         entrypoint,
@@ -434,7 +445,25 @@ def parse_app(raw: Any, source: str, base_dir: Path) -> AppFile:
         str(workdir),
         ranks,
         weight,
+        tuner,
     )
+
+
+def _tuner(f: _Fields, name: str, gpus: int, halving: bool, search_space: bool) -> TunerSpec | None:
+    """The ``tuner`` section, which replaces the search space and the halving: the
+    tuner's sampler draws the configurations and its pruner stops trials."""
+    raw = f.get("tuner", None)
+    if raw is None:
+        return None
+    if search_space:
+        raise f.fail("search_space", "a tuner app draws its configurations: leave it out")
+    if halving:
+        raise f.fail("early_stopping", "a tuner app is pruned by its tuner: leave it out")
+    if gpus != 1:
+        # One process drives one tuner trial; the ranks of a gang would each ask the
+        # study for a trial of their own.
+        raise f.fail("gpus_per_trial", f"a tuner app runs 1 GPU per trial, got {gpus}")
+    return parse_tuner(raw, name, f.source)
 
 
 def _halving(f: _Fields, source: str) -> Halving | None:

@@ -123,8 +123,10 @@ ACTIVE_APP_STATES = ("submitted", "running")
 LIVE_TRIAL_STATES = ("waiting", "running", "parked")
 #: A trial stopped by successive halving (it lost at a rung): the store's state.
 STOPPED_EARLY = "stopped-early"
+#: A trial its own tuner's pruner stopped (a tuner app, ``state/tuner.py``).
+PRUNED = "pruned"
 #: Trial states after which a trial needs no more GPUs (the store's vocabulary).
-ENDED = ("finished", STOPPED_EARLY, "failed", "cancelled")
+ENDED = ("finished", STOPPED_EARLY, PRUNED, "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,7 @@ class AppBrief:
     gpus: int
     reason: str | None
     note: str | None
+    tuner: str | None = None  # what drives it (``TunerSpec.label``), or None
 
 
 @dataclass(frozen=True)
@@ -501,7 +504,8 @@ class Store:
         """Every app (or app ``app_id``) in submission order, without specs."""
         where, args = ("WHERE app_id = ?", (app_id,)) if app_id is not None else ("", ())
         rows = self.db.execute(
-            "SELECT app_id, state, submitted_at, finish, rho, gpus, reason, note FROM apps "
+            "SELECT app_id, state, submitted_at, finish, rho, gpus, reason, note, "
+            "json_extract(spec, '$.tuner.label') FROM apps "
             f"{where} ORDER BY submitted_at, app_id",  # nosec B608 (constant text)
             args,
         ).fetchall()

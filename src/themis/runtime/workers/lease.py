@@ -26,6 +26,8 @@ and reads :class:`LeaseControl` from another thread.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
 import math
 import os
@@ -52,6 +54,8 @@ BUFFERED_REPORTS = 2000
 #: Characters kept of one line in that buffer (the arbiter keeps at most 4,000).
 BUFFERED_LINE_CHARS = 8000
 POLL_NOTE = "one poll of the arbiter"
+#: Characters kept of a trial's note on how it ended (``Trial.prune``).
+NOTE_CHARS = 500
 
 
 # -- checkpoints ------------------------------------------------------------------------
@@ -149,6 +153,11 @@ class TrialSpec:
     #: Steps the arbiter counts as checkpointed (``trials.steps_done``): the restore
     #: refuses a checkpoint holding fewer (``_restore``).
     expected_step: int = 0
+    #: The app's declared study or search (``state.tuner.TunerSpec.to_dict``, where its
+    #: state lives resolved), as data: the job wraps the entrypoint, the user's Optuna
+    #: objective or Tune function, in ``workers.optuna_trial`` or ``workers.tune_trial``.
+    #: None: the entrypoint is a training function.
+    tuner: dict[str, Any] | None = None
 
     @property
     def stop(self) -> int:
@@ -204,12 +213,15 @@ class Outcome:
     trial_id: str
     token: str
     # "done": the budget (or the rung it was to pause at) is reached or the function
-    # returned by itself; "paused": the lease ended first; "error": the function raised.
+    # returned by itself; "paused": the lease ended first; "error": the function raised;
+    # "pruned": the trial's own tuner stopped it for good (``Trial.prune``).
     status: str
     steps: int
     checkpoint_step: int
     last: Progress  # what was reported since the last poll
     error: str | None = None
+    #: The trial's own words on how it ended (``Trial.prune``, ``Trial.completed``), or "".
+    note: str = ""
 
 
 @dataclass
@@ -229,6 +241,8 @@ class LeaseControl:
 
     dropped_lines: int = 0
     dropped_reports: int = 0
+    pruned: bool = False
+    end_note: str = ""
 
     def log(self, line: str) -> None:
         with self.lock:
@@ -383,6 +397,44 @@ class Trial:
         with self._control.lock:
             self._control.add_line(str(message))
 
+    @property
+    def lease_ended(self) -> bool:
+        """True once the arbiter has ended this lease (not renewed, preempted, the app
+        cancelled): the function should return soon; its steps count from its last
+        checkpoint."""
+        with self._control.lock:
+            return self._control.stop_requested
+
+    def prune(self, why: str) -> None:
+        """End this trial for good, before its budget: its own tuner's pruner decided.
+        The function should return right after; the arbiter records the trial as
+        ``pruned`` with ``why``, and its app no longer bids for its remaining steps."""
+        with self._control.lock:
+            self._control.pruned = True
+            self._control.end_note = str(why)[:NOTE_CHARS]
+
+    def completed(self, why: str) -> None:
+        """Say how this trial ended when its function returns before its budget (a
+        tuner's objective returned its value): the arbiter records it as finished,
+        with ``why`` as the reason."""
+        with self._control.lock:
+            self._control.end_note = str(why)[:NOTE_CHARS]
+
+    def mark(self, text: str) -> str:
+        """A MAC of ``text`` under the app's checkpoint key, which only this app's jobs
+        hold: a tag written to a shared store (a tuner's study) that no other app can
+        forge."""
+        key = bytes.fromhex(self._spec.checkpoint_key) if self._spec.checkpoint_key else b""
+        return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def set_steps(self, steps: int) -> None:
+        """Count ``steps`` steps done (at most the budget, never backwards), for a
+        function that runs its own loop rather than :func:`lease` (a tuner's objective
+        counts its reports). Not checkpointed: a resumed run starts from its last
+        checkpoint."""
+        with self._control.lock:
+            self._control.steps = max(self._control.steps, min(int(steps), self._spec.budget))
+
     def should_continue(self) -> bool:
         """False once the lease has ended, the budget is spent or the trial must pause at
         a successive-halving rung."""
@@ -446,6 +498,22 @@ def load_entrypoint(entrypoint: str, workdir: str) -> Callable[[Trial], Any]:
     return fn
 
 
+def _tuned(spec: TrialSpec) -> Callable[[Trial], Any]:
+    """A tuner app's entrypoint (an Optuna objective, a Ray Tune function) wrapped in
+    the code that drives its study or search in this job."""
+    assert spec.tuner is not None
+    if spec.tuner["kind"] == "ray-tune":
+        from themis.runtime.workers import tune_trial
+
+        tune_trial.prepare()  # before the user's module binds ray.tune.report
+        trainable = load_entrypoint(spec.entrypoint, spec.workdir)
+        return tune_trial.driven_by_search(trainable, spec.tuner)
+    from themis.runtime.workers import optuna_trial
+
+    objective = load_entrypoint(spec.entrypoint, spec.workdir)
+    return optuna_trial.driven_by_study(objective, spec.tuner)
+
+
 def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
     """Run one lease of a trial in this process: resume, train, checkpoint, report.
     ``port`` is the gang's ``MASTER_PORT`` (opened on rank 0's node)."""
@@ -457,7 +525,10 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
             return _outcome(spec, control, "done")
         if control.stop_requested:  # the lease ended before the job even started
             return _outcome(spec, control, "paused")
-        fn = load_entrypoint(spec.entrypoint, spec.workdir)
+        if spec.tuner is not None:  # an objective or Tune function; our code drives it
+            fn = _tuned(spec)
+        else:
+            fn = load_entrypoint(spec.entrypoint, spec.workdir)
         with control.lock:
             control.started = True
         fn(trial)
@@ -468,7 +539,10 @@ def run_trial(spec: TrialSpec, control: LeaseControl, port: int = 0) -> Outcome:
         return _outcome(spec, control, "error", error.strip().splitlines()[-1])
     with control.lock:
         stopped = control.stop_requested and control.steps < spec.stop
-    return _outcome(spec, control, "paused" if stopped else "done")
+        pruned, said = control.pruned, bool(control.end_note)
+    if pruned:
+        return _outcome(spec, control, "pruned")
+    return _outcome(spec, control, "paused" if stopped and not said else "done")
 
 
 def _outcome(
@@ -484,4 +558,5 @@ def _outcome(
         last.checkpoint_step,
         last,
         error,
+        control.end_note,
     )

@@ -194,7 +194,10 @@
       row.setAttribute("data-app", a.app_id);
       var name = el("td", a.app_id, "swatch " + colour(a.app_id));
       row.appendChild(name);
-      cells(row, [a.state, rhoText(a.rho), a.gpus, a.leases, a.alive,
+      // A tuner app: which tuner drives it (our words: kind sampler/pruner) and how
+      // many trials its pruner stopped; each trial's own reason is in the events.
+      cells(row, [a.tuner ? a.state + " (" + a.tuner + ")" : a.state, rhoText(a.rho),
+        a.gpus, a.leases, a.pruned ? a.alive + " (" + a.pruned + " pruned)" : a.alive,
         a.steps_done + " / " + a.steps_total, a.why || ""]);
       body.appendChild(row);
     });
