@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="alternated runs of each side")
     parser.add_argument("--skip-themis", action="store_true", help="the comparison only")
     args = parser.parse_args(argv)
-    sides = {"pure": args.pure, "compiled": args.compiled}
+    sides = {"pure": os.path.abspath(args.pure), "compiled": os.path.abspath(args.compiled)}
     failures: list[str] = []
     cpu: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="themis-wheels-") as tmp:

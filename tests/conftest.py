@@ -4,6 +4,9 @@ A test that patches a function of a compiled module (``themis.compiled.MODULES``
 the module's attribute, not what compiled callers call: mypyc binds calls within its
 group natively. Such a test checks the pure package's wiring; against the compiled wheel
 (CI's second run, .ci/run) it would test the patch, not the code, so it is skipped there.
+So is a test that hands a compiled function a value its annotation excludes (``True`` or
+a string for a ``float``): mypyc converts or refuses it at the call, before the function's
+own check runs; what users pass (files, the CLI) is checked before it gets there.
 """
 
 from __future__ import annotations
