@@ -43,7 +43,11 @@ def backend(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
         assert module.ext_modules() == []  # would import mypyc, not installed yet
         return ["setuptools>=77"]
 
-    for hook in ("get_requires_for_build_wheel", "get_requires_for_build_editable"):
+    for hook in (
+        "get_requires_for_build_wheel",
+        "get_requires_for_build_editable",
+        "get_requires_for_build_sdist",
+    ):
         monkeypatch.setattr(module.build_meta, hook, setup_py)
     for hook in ("prepare_metadata_for_build_wheel", "prepare_metadata_for_build_editable"):
         monkeypatch.setattr(module.build_meta, hook, lambda *a: str(setup_py()))
@@ -69,6 +73,8 @@ def test_themis_compile_asks_for_the_pinned_mypy_and_compiles_only_when_building
     assert backend.MYPY_REQUIREMENT == "mypy==2.4.1"
     assert backend.get_requires_for_build_wheel() == ["setuptools>=77", "mypy==2.4.1"]
     assert backend.get_requires_for_build_editable() == ["setuptools>=77", "mypy==2.4.1"]
+    # An sdist is the sources either way: no compiler asked for, nothing compiled.
+    assert backend.get_requires_for_build_sdist() == ["setuptools>=77"]
     backend.prepare_metadata_for_build_wheel("unused")
     backend.prepare_metadata_for_build_editable("unused")
     # Building (no hook asking): the extension modules, one per listed module.

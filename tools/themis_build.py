@@ -24,9 +24,7 @@ from typing import Any
 from setuptools import build_meta
 from setuptools.build_meta import (  # noqa: F401  (the backend's other hooks, unchanged)
     build_editable,
-    build_sdist,
     build_wheel,
-    get_requires_for_build_sdist,
 )
 
 #: The variable that asks for the compiled core.
@@ -93,6 +91,19 @@ def prepare_metadata_for_build_editable(
     """As for a wheel."""
     with _only_asking():
         return build_meta.prepare_metadata_for_build_editable(metadata_directory, config_settings)
+
+
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    """setuptools' alone: a source distribution is the sources, compiled or not."""
+    with _only_asking():
+        return build_meta.get_requires_for_build_sdist(config_settings)
+
+
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+    """The sources, with this backend and setup.py (MANIFEST.in): no compiler needed,
+    even with ``THEMIS_COMPILE=1`` set for the wheel built from it."""
+    with _only_asking():
+        return build_meta.build_sdist(sdist_directory, config_settings)
 
 
 def compiled_modules() -> tuple[str, ...]:
