@@ -10,10 +10,7 @@ pure and compiled alternated ``--repeat`` times (the machine drifts: both share 
 moment), it runs the commands a user runs:
 
 - ``themis compare -q -j 1``: every registered policy on the bundled trace, one process;
-- ``themis simulate -q --policy themis``: Themis alone (unless ``--skip-themis``);
-- with ``--simulations``, also ``compiled_core.py``'s comparison: every policy's
-  simulation alone timed in one process (``time.process_time`` around ``simulate``, no
-  start-up, no files), the figure the issue's 20 s target and the prototype's were.
+- ``themis simulate -q --policy themis``: Themis alone (unless ``--skip-themis``).
 
 Each command's CPU seconds are the user + system time of its process tree (imports and
 start-up included, as a user pays them); the table shows each side's median. Every
@@ -33,8 +30,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-from compiled_core import COMPARISON
 
 #: The files of each policy's run that must not differ between the installs.
 COMPARED = ("apps.csv", "allocations.csv")
@@ -77,9 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compiled", required=True, help="the compiled install's python")
     parser.add_argument("--repeat", type=int, default=1, help="alternated runs of each side")
     parser.add_argument("--skip-themis", action="store_true", help="the comparison only")
-    parser.add_argument(
-        "--simulations", action="store_true", help="also the simulations alone, per policy"
-    )
     args = parser.parse_args(argv)
     sides = {"pure": os.path.abspath(args.pure), "compiled": os.path.abspath(args.compiled)}
     failures: list[str] = []
@@ -114,19 +106,6 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     cpu.setdefault(("simulate --policy themis", kind), []).append(spent)
                     print(f"run {run}, {kind}: themis {spent:.2f} s CPU", flush=True)
-                if args.simulations:
-                    code = COMPARISON.format(modules=[])
-                    done = subprocess.run(
-                        [python, "-c", code], cwd=work, env=_env(), capture_output=True, text=True
-                    )
-                    if done.returncode != 0:
-                        raise SystemExit(f"{python}: the simulations failed: {done.stderr[-2000:]}")
-                    rows = json.loads(done.stdout.strip().splitlines()[-1])["rows"]
-                    total = sum(row[1] for row in rows)
-                    cpu.setdefault(("simulations alone, 12 policies", kind), []).append(total)
-                    themis_alone = next(row[1] for row in rows if row[0] == "themis")
-                    cpu.setdefault(("of them, themis", kind), []).append(themis_alone)
-                    print(f"run {run}, {kind}: simulations {total:.2f} s CPU", flush=True)
     commands = list(dict.fromkeys(command for command, _ in cpu))
     print(f"\n| command (CPU s, median of {args.repeat}) | pure | compiled | ratio |")
     print("|---|---:|---:|---:|")
