@@ -49,40 +49,14 @@ from pathlib import Path
 
 from targets import GENERATED_RUN
 
+from themis.compiled import CORE_MODULES, POLICY_MODULES
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 
-#: The hot modules of the profile (docs/benchmarks.md, "Where the time goes"): the
-#: arbiter's round, the agents' bids, placement and state, fairness, the simulator engine,
-#: the Themis policy and the auction's Python side (the solver calls numpy and HiGHS).
-#: Not ``themis.policies.base``: its ``Policy`` would become an extension class, which
-#: the registered (class-decorated) Themis policy and the interpreted policies may not
-#: subclass ("Non-extension classes may not inherit from extension classes"). Nor
-#: ``themis.auction.lp_path``: it compiles, but its warm start copies an LP with
-#: ``object.__new__``, which a compiled class refuses at run time.
-DEFAULT_MODULES = (
-    "themis.arbiter.round",
-    "themis.arbiter.offer",
-    "themis.arbiter.leftover",
-    "themis.arbiter.reservation",
-    "themis.agent.agent",
-    "themis.agent.app_scheduler",
-    "themis.model.placement",
-    "themis.model.state",
-    "themis.model.cluster",
-    "themis.fairness.ftf",
-    "themis.fairness.shares",
-    "themis.simulator.engine",
-    "themis.simulator.events",
-    "themis.policies.themis",
-    "themis.auction.partial_allocation",
-    "themis.auction.bids",
-    "themis.auction.solver",
-    "themis.auction.budget",
-    "themis.mechanism.pool",
-    "themis.model.workload",
-    "themis.model.profiles",
-)
+#: The modules to compile: the ones the shipped compiled core compiles (``THEMIS_COMPILE=1
+#: pip install .``), listed once in ``themis.compiled`` with why the others are left out.
+DEFAULT_MODULES = CORE_MODULES
 #: The files a run writes (``themis simulate --out``) that must not differ.
 RUN_FILES = ("summary.json", "apps.csv", "allocations.csv")
 
@@ -160,28 +134,6 @@ for name in policy_names():
 where = {{m: importlib.import_module(m).__file__ for m in {modules!r}}}
 print(json.dumps({{"rows": rows, "themis": themis.__file__, "modules": where}}))
 """
-
-#: ``--comparison``: the policies' own modules besides the default ones. Not
-#: ``themis.policies._ranked``: its ``RankedPolicy`` would become an extension class, which
-#: LAS and SRTF (interpreted when mypyc rejects them) may not subclass.
-POLICY_MODULES = (
-    "themis.policies.fifo",
-    "themis.policies.max_min",
-    "themis.policies.srtf",
-    "themis.policies.las",
-    "themis.policies.tiresias",
-    "themis.policies.optimus",
-    "themis.policies.slaq",
-    "themis.policies.gandiva",
-    "themis.policies.gavel",
-    "themis.policies.ftf_oracle",
-    "themis.policies._books",
-    "themis.policies._quantum",
-    "themis.policies._deficit_rounds",
-    "themis.policies._ftf_program",
-    "themis.policies._gavel_mechanism",
-    "themis.policies._gavel_program",
-)
 
 
 def module_name(name: str) -> str:

@@ -37,7 +37,8 @@ def test_python_dash_m_themis_runs_the_cli() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "themis", "--version"], capture_output=True, text=True, timeout=60
     )
-    assert (done.returncode, done.stdout.strip()) == (0, f"themis {themis.__version__}")
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"themis {themis.__version__} (")
 
 
 def test_the_version_is_written_once() -> None:

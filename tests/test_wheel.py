@@ -43,7 +43,15 @@ from tests.cli.test_readme import (
 
 ROOT = Path(__file__).parents[1]
 #: What ``pip wheel`` reads (pyproject.toml names the readme and the license file).
-BUILD_INPUTS = ["pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CHANGELOG.md"]
+BUILD_INPUTS = [
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "MANIFEST.in",
+    "CHANGELOG.md",
+    "setup.py",
+    "tools/themis_build.py",  # the build backend (pyproject.toml's backend-path)
+]
 #: Apps and jobs per app of the bundled trace kept for the small trace.
 APPS, JOBS = 3, 5
 
@@ -66,9 +74,12 @@ def _clean_env() -> dict[str, str]:
 def _build_wheel(tmp: Path) -> Path:
     source = tmp / "source"
     shutil.copytree(
-        ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        ROOT / "src",
+        source / "src",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.so"),
     )
     for name in BUILD_INPUTS:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     dist = tmp / "dist"
     done = subprocess.run(
@@ -80,6 +91,9 @@ def _build_wheel(tmp: Path) -> Path:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     [wheel] = dist.glob("themis_scheduler-*.whl")
+    # Without THEMIS_COMPILE (_clean_env drops it) the wheel is pure: one for every
+    # platform, built with no compiler (docs/compiled.md).
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
     return wheel
 
 
@@ -150,7 +164,8 @@ def test_the_wheel_is_what_runs_and_carries_this_version(
     assert Path(where).is_relative_to(installed.site)
     assert version == themis.__version__
     done = _run(installed, [str(installed.themis), "--version"], tmp_path)
-    assert (done.returncode, done.stdout.strip()) == (0, f"themis {themis.__version__}")
+    expected = f"themis {themis.__version__} (pure Python)"
+    assert (done.returncode, done.stdout.strip()) == (0, expected)
 
 
 def test_the_bundled_trace_and_profiles_load_by_name_from_the_wheel(

@@ -41,6 +41,7 @@ def rounds(draw: st.DrawFn) -> tuple[Cluster, list[set[int]]]:
     return cluster, pools
 
 
+@pytest.mark.pure_only
 @pytest.mark.parametrize("found_from", [0, SHARED_LISTS])
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -104,6 +105,7 @@ def _shared_from(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
         monkeypatch.setattr(module, "SHARED_LISTS", size)
 
 
+@pytest.mark.pure_only
 def test_large_offer_paths_decide_what_small_offer_paths_decide(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -74,6 +74,7 @@ def split_b(gang_at_once: bool = False) -> tuple[float, float]:
     return outcome.liar_honest_s, outcome.liar_lying_s
 
 
+@pytest.mark.pure_only
 def test_a_split_sweeps_waiting_part_no_longer_jumps_the_queue() -> None:
     """A's long trial and B's three short ones on 2 GPUs: B honest completes in 700 s,
     and split with its waiting part ranked first and the offer counted by app (the

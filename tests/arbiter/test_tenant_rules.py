@@ -101,6 +101,7 @@ def app2_split_gain(gang_at_once: bool = False, ranking: str = "verified-avg-n")
     return lies.outcome("themis", None, case, honest, lying).gain
 
 
+@pytest.mark.pure_only
 def test_the_traced_split_no_longer_pays() -> None:
     """The part that had made 130 s of a trial ranked worst-off, outranked app0 and took
     its machine: app2 completed 10.4% sooner split. Ranked with its cohort, it gains

@@ -62,6 +62,7 @@ def split_completions(gang_at_once: bool = False) -> tuple[dict[str, float], dic
     return lies.completions(honest), lies.completions(lying, ["B"])
 
 
+@pytest.mark.pure_only
 def test_splitting_into_two_bidders_no_longer_buys_a_second_share() -> None:
     """Honest, A completes in 2,700 s and B in 1,100 s. B split into B~1 and B~2, three
     bidders share the product: unweighted, B's parts win a third each and B completes in

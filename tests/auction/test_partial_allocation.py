@@ -362,8 +362,11 @@ def _bids_with(entry_gpus: tuple = (0, 1), rho: float = 1.0, rho_none: float = 2
         (_bids_with(rho=-1.0), "bids.x.menu[1].rho"),
         (_bids_with(rho=math.nan), "bids.x.menu[1].rho"),
         (_bids_with(rho=math.inf), "bids.x.menu[1].rho"),
-        (_bids_with(rho=True), "bids.x.menu[1].rho"),
-        (_bids_with(rho="1.0"), "bids.x.menu[1].rho"),
+        # A value its annotation (float) excludes: the compiled core converts True to
+        # 1.0 or refuses a string with a TypeError before this check; the CLI's auction
+        # file refuses both, naming the field, either way (cli/auction_file.py).
+        pytest.param(_bids_with(rho=True), "bids.x.menu[1].rho", marks=pytest.mark.pure_only),
+        pytest.param(_bids_with(rho="1.0"), "bids.x.menu[1].rho", marks=pytest.mark.pure_only),
         (_bids_with(rho_none=0.0), "bids.x.none"),
         (_bids_with(rho_none=math.nan), "bids.x.none"),
         (_bids_with(rho_none=-math.inf), "bids.x.none"),

@@ -51,6 +51,7 @@ def _check_solution(bids: list[Bid], free: list, sol: Solution) -> None:
             assert got == pytest.approx(want, abs=1e-9)
 
 
+@pytest.mark.pure_only
 def test_branch_and_bound_matches_brute_force(milp_calls: list[int]) -> None:
     for seed in SEEDS:
         bids, free = random_auction(random.Random(seed))
@@ -59,6 +60,7 @@ def test_branch_and_bound_matches_brute_force(milp_calls: list[int]) -> None:
     assert milp_calls == [], "small auctions must be solved by branch and bound"
 
 
+@pytest.mark.pure_only
 def test_highs_fallback_matches_brute_force(milp_calls: list[int]) -> None:
     # node_limit=0: the first DFS node already exceeds the limit, so solve() falls back.
     expected_calls = 0
@@ -92,6 +94,7 @@ def test_exclude_matches_brute_force_without_that_bidder() -> None:
                 assert sol.objective == pytest.approx(want, abs=1e-9, rel=0)
 
 
+@pytest.mark.pure_only
 def test_both_paths_agree_on_larger_auctions(milp_calls: list[int]) -> None:
     # Too big for brute force; the two exact solvers must still reach the same optimum.
     for seed in range(15):
@@ -106,6 +109,7 @@ def test_both_paths_agree_on_larger_auctions(milp_calls: list[int]) -> None:
             assert objective_of(bids, alloc) == pytest.approx(sol.objective, abs=1e-9, rel=0)
 
 
+@pytest.mark.pure_only
 def test_branch_and_bound_node_limit_triggers_fallback(milp_calls: list[int]) -> None:
     bids, free = random_auction(random.Random(7), (8, 8), (14, 14), (8, 8))
     candidates = build_candidates(bids, free)
@@ -171,6 +175,7 @@ def _near_tie_auction(rng: random.Random) -> tuple[list[Bid], list[int]]:
     return bids, list(range(n_gpus))
 
 
+@pytest.mark.pure_only
 def test_both_paths_are_exact_on_near_ties(milp_calls: list[int]) -> None:
     # Regression: HiGHS's absolute tolerances (~1e-6 in objective units) used to make the
     # fallback return packings up to ~7e-7 short of the optimum here.

@@ -73,6 +73,7 @@ def test_solve_all_matches_brute_force_on_chain_auctions() -> None:
         _check_all(*_chain_auction(random.Random(seed)))
 
 
+@pytest.mark.pure_only
 def test_solve_all_falls_back_to_highs(milp_calls: list[int]) -> None:
     calls = milp_calls
     for seed in range(40):

@@ -8,6 +8,7 @@ import pytest
 import themis
 from themis.cli import defaults
 from themis.cli.main import cli as group
+from themis.compiled import MODULES, core_status
 from themis.experiments import runner as runner_module
 from themis.policies import PolicyOptions, make_policy, policy_names
 from themis.workload.loader import DEFAULT_APP_INTERVAL
@@ -15,9 +16,16 @@ from themis.workload.loader import DEFAULT_APP_INTERVAL
 from .conftest import assert_one_line_error
 
 
-def test_version(cli) -> None:
+def test_version_says_whether_the_core_is_compiled(cli) -> None:
     result = cli("--version")
-    assert (result.code, result.out.strip()) == (0, f"themis {themis.__version__}")
+    status = core_status()
+    assert (result.code, result.out.strip()) == (
+        0,
+        f"themis {themis.__version__} ({status.describe()})",
+    )
+    # This checkout's tests run against the pure install (an editable one) and, in CI,
+    # against the compiled wheel (.ci/run): either every listed module or none.
+    assert status.describe() in ("pure Python", f"compiled core: {len(MODULES)} modules")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["simulate", "--help"], ["compare", "-h"]])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import themis
 from themis.reports.files import RECORD_FILE
 
 from .children import start_cli
@@ -28,6 +29,11 @@ from .conftest import Outcome, assert_one_line_error
 #: Two seeds of three policies: six runs of a few hundred ms each.
 SWEEP = ["--trace", "generate:jobs=40,load=1.0", "--cluster", "1x2x4"]
 SWEEP += ["--policies", "themis,las,fifo", "--seeds", "2", "-q"]
+
+#: Where this process's themis comes from (the checkout's src/ for an editable install,
+#: site-packages for an installed wheel, compiled in CI's second run): the sweep's driver
+#: must run the same code as the Ray workers, or the runner refuses their results.
+THEMIS_HOME = str(Path(themis.__file__).parents[1])
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +73,7 @@ def cli_process(*args: object) -> Outcome:
     Ray initialized and shut down inside the test process leaves state behind that makes
     the runtime's later Ray tests fail (actors cancelled), and a sweep's driver is a
     process of its own in real use anyway."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    env = {**os.environ, "PYTHONPATH": THEMIS_HOME}
     done = subprocess.run(
         [sys.executable, "-m", "themis", *map(str, args)],
         env=env,
@@ -172,7 +178,7 @@ def test_a_signal_stops_a_ray_sweep_keeps_what_finished_and_leaves_no_ray(
     command = [sys.executable, "-m", "themis", "compare", "--policies", "themis,las", "-q"]
     command += ["--trace", "generate:jobs=3000,load=1.2", "--cluster", "4x4x4"]
     command += ["--out", str(out), "--ray", "auto"]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    env = {**os.environ, "PYTHONPATH": THEMIS_HOME}
     proc = start_cli(command, env)
     started: list = []
     try:

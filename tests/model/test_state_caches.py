@@ -188,6 +188,7 @@ def test_done_by_gang_counts_observed_progress_not_declarations() -> None:
     assert app.done_by_gang(0.0) == {1: GangWork(150.0, 150.0, 1)}  # nothing made yet: left out
 
 
+@pytest.mark.pure_only  # plain objects for JobState: the compiled merge checks the type
 @given(
     st.lists(st.integers(0, 6), max_size=12),
     st.lists(st.integers(0, 6), max_size=12),

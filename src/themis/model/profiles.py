@@ -10,6 +10,7 @@ from pathlib import Path
 
 from themis.errors import ThemisError
 from themis.model.cluster import SetShape, Span
+from themis.model.frozen import by_fields
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class ModelProfile:
         if gpu_type is None:
             return gpus * self.factor(span) / self.time_per_iteration
         return gpus * self.factor(span) / self.time_on(gpu_type)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
 
 
 _FIELDS = ("time_per_iteration", "cross_machine", "cross_rack")

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from themis.model.frozen import by_fields
 from themis.model.halving import rungs
 from themis.model.profiles import ModelProfile
 
@@ -18,6 +19,9 @@ class JobSpec:
     gang: int
     work: float
     line: int | None = None  # where the job came from in its trace, for error messages
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class Search:
             alive, done = math.ceil(alive / self.eta), rung
         return total + alive * (budget - done)
 
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
+
 
 @dataclass(frozen=True)
 class LossCurve:
@@ -59,6 +66,9 @@ class LossCurve:
 
     def at(self, x: float) -> float:
         return self.final + self.scale * math.pow(max(x, 1e-9), -self.decay)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,9 @@ class AppSpec:
     def tenant(self) -> str:
         """Whose slice of the cluster this app shares: its owner, or itself."""
         return self.app_id if self.owner is None else self.owner
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
 
 
 @dataclass(frozen=True)
@@ -143,3 +156,6 @@ class Workload:
             return demand
         period = span + span / (len(arrivals) - 1)
         return min(work / (gpus * period), demand)
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)

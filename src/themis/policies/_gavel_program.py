@@ -444,7 +444,13 @@ def _two_types(
         x1[order] += taken / gangs[order]
         x2 = np.where(w2 > 0, (need - w1 * x1) / np.where(w2 > 0, w2, 1.0), 0.0)
         x2 = np.maximum(x2, 0.0)
-        ok = ok and budget >= -1e-12 * caps[0] and float(gangs @ x2) <= caps[1] * (1 + 1e-12)
+        # bool(): a comparison with numpy's caps is a numpy bool, which the compiled core
+        # refuses where the annotation says bool; its truth is the same.
+        ok = (
+            ok
+            and bool(budget >= -1e-12 * caps[0])
+            and bool(float(gangs @ x2) <= caps[1] * (1 + 1e-12))
+        )
         return ok, np.stack([x1, x2], axis=1)
 
     hi = float(np.max(a + b))  # the isolated split's level: every u_j = 1 is feasible

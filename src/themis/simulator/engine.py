@@ -33,6 +33,7 @@ from themis.mechanism.diff import stopping
 from themis.mechanism.pool import FreePool
 from themis.mechanism.view import DEFAULT_BATCH_WINDOW
 from themis.model.cluster import Cluster
+from themis.model.frozen import by_fields
 from themis.model.gpu_types import with_type_times
 from themis.model.knowledge import check_estimate_error, declared
 from themis.model.lies import by_submitted_app, check_lie, claimed_profile
@@ -95,6 +96,9 @@ class Conditions:
                 f"must be a number of seconds >= 0, got {self.restart_cost}",
                 field="--restart-cost",
             )
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return by_fields(self)  # picklable compiled too (model/frozen.py)
 
 
 class _NAvg:
