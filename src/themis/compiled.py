@@ -26,7 +26,12 @@ from pathlib import Path
 #: ``object.__new__``, which a compiled class refuses at run time.
 CORE_MODULES: tuple[str, ...] = (
     "themis.arbiter.round",
+    "themis.arbiter.round_state",
+    "themis.arbiter.visibility",
+    "themis.arbiter.ranking",
+    "themis.arbiter.renewal",
     "themis.arbiter.offer",
+    "themis.arbiter.bidding",
     "themis.arbiter.leftover",
     "themis.arbiter.reservation",
     "themis.agent.agent",
