@@ -20,7 +20,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     compiled = core_status().compiled
     if not compiled:
         return
-    skip = pytest.mark.skip(reason="pure only: patches a compiled module or passes it bad types")
+    skip = pytest.mark.skip(
+        reason="pure only: patches, subclasses or reloads a compiled module, or passes it bad types"
+    )
     for item in items:
         if item.get_closest_marker("pure_only") is not None:
             item.add_marker(skip)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ def _job(gang: int) -> _Job:
     return _Job(gang)
 
 
+@pytest.mark.pure_only  # plain objects for JobState: the compiled books check the type
 @given(
     st.lists(st.tuples(st.integers(0, 5), st.sampled_from([1, 1, 2, 3, 4, 8])), max_size=40),
     st.integers(-1, 30),
@@ -39,6 +41,7 @@ def test_fill_streams_is_fill_of_the_merged_order(entries: list, capacity: int) 
     assert fill_streams(by_gang(keys), capacity) == expected
 
 
+@pytest.mark.pure_only  # plain objects for JobState: the compiled books check the type
 @given(
     st.lists(st.tuples(st.integers(0, 5), st.sampled_from([1, 2, 4, 8])), max_size=30),
     st.lists(st.integers(0, 29), max_size=10),

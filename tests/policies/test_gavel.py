@@ -423,6 +423,7 @@ def _first_intervals(result: SimulationResult) -> dict[str, tuple]:
     return first
 
 
+@pytest.mark.pure_only  # subclasses the compiled GavelPolicy
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
@@ -519,6 +520,7 @@ def _three_ways(workload, cluster: Cluster, **kw) -> list[tuple]:  # type: ignor
     ]
 
 
+@pytest.mark.pure_only  # subclasses the compiled GavelPolicy
 @pytest.mark.parametrize(
     ("spec", "cluster", "conditions"),
     [
@@ -544,6 +546,7 @@ def test_changes_and_the_walk_of_changed_apps_make_the_full_run(
     assert fast == full == scan
 
 
+@pytest.mark.pure_only  # subclasses the compiled GavelPolicy
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_changes_make_the_full_run_on_small_workloads(scenario: tuple) -> None:

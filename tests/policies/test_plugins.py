@@ -78,6 +78,7 @@ def tiny_themis_trace(tmp_path) -> Path:
     return trace
 
 
+@pytest.mark.pure_only  # empties the registry: compiled built-ins are not imported again
 def test_the_example_package_registers_its_policy(tmp_path, monkeypatch, fresh_registry) -> None:
     install(tmp_path / "site", "themis_lifo", example_entries(), monkeypatch)
     monkeypatch.syspath_prepend(str(EXAMPLE / "src"))
@@ -103,6 +104,7 @@ def test_cli_lists_and_runs_a_plugin_policy(tmp_path, monkeypatch, capsys, fresh
     assert (out / "summary.json").exists()
 
 
+@pytest.mark.pure_only  # empties the registry: compiled built-ins are not imported again
 @pytest.mark.parametrize(
     ("entries", "message"),
     [
@@ -128,6 +130,7 @@ def test_a_bad_plugin_is_skipped_with_one_warning_naming_it(
             make_policy(name)
 
 
+@pytest.mark.pure_only  # empties the registry: compiled built-ins are not imported again
 @pytest.mark.parametrize(
     ("entries", "message"),
     [
@@ -161,6 +164,7 @@ def test_cli_warns_once_lists_the_broken_plugin_and_runs_built_ins(
         assert message in err and "\n" not in err
 
 
+@pytest.mark.pure_only  # empties the registry: compiled built-ins are not imported again
 def test_unknown_policy_suggests_the_closest_names(capsys, fresh_registry) -> None:
     with pytest.raises(ThemisError, match="did you mean 'themis'\\?"):
         make_policy("themsi")

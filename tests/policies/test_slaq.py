@@ -95,6 +95,7 @@ def test_gain_is_per_gpu_on_the_gangs_best_span() -> None:
     assert gain_per_gpu(job, 95.0, c, DEFAULT_CURVE, 10.0) == approx(0.05 / 8.6 / 2)
 
 
+@pytest.mark.pure_only  # reads a spec's __dict__, which a compiled class has not
 @given(
     st.sampled_from(["toy", "vgg16", "resnet50", "alexnet", "googlenet"]),
     st.sampled_from([1, 2, 3, 4, 8]),

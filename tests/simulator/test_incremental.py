@@ -67,6 +67,7 @@ def _both(workload, cluster: Cluster, policy: str, options: PolicyOptions, **kw)
     )
 
 
+@pytest.mark.pure_only  # subclasses a compiled policy, whose methods refuse an interpreted subclass
 @pytest.mark.parametrize("policy", INCREMENTAL)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
@@ -76,6 +77,7 @@ def test_the_simulators_books_make_the_run_the_runtimes_make(policy: str, scenar
     assert fast == full
 
 
+@pytest.mark.pure_only  # subclasses a compiled policy, whose methods refuse an interpreted subclass
 @pytest.mark.parametrize("policy", INCREMENTAL)
 @pytest.mark.parametrize(
     ("spec", "cluster", "conditions"),
@@ -175,6 +177,7 @@ def _themis_books_and_scans(workload, cluster: Cluster, options: PolicyOptions, 
     )
 
 
+@pytest.mark.pure_only  # subclasses a compiled policy, whose methods refuse an interpreted subclass
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_themis_books_make_the_run_the_scans_make(scenario: tuple) -> None:
@@ -187,6 +190,7 @@ def test_themis_books_make_the_run_the_scans_make(scenario: tuple) -> None:
     assert booked == scanned
 
 
+@pytest.mark.pure_only  # subclasses a compiled policy, whose methods refuse an interpreted subclass
 @pytest.mark.parametrize(
     ("spec", "cluster", "conditions"),
     [
