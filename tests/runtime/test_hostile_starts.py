@@ -138,7 +138,9 @@ def test_an_older_checkpoint_put_back_is_refused_and_the_count_reset(cluster, tm
     import ray
 
     store = Store(tmp_path / "state", init=True)
-    service = make_service(store, tmp_path, replace(FAST, lease=30.0, grace=4.0))
+    service = make_service(
+        store, tmp_path, replace(FAST, knobs=replace(FAST.knobs, lease=30.0), grace=4.0)
+    )
     submit(service, paced_app(tmp_path, "rep", trials=1, steps=100, step_time=0.1))
     path = tmp_path / "checkpoints" / "rep" / "t000" / "checkpoint.themis"
     drive(service, lambda: store.trials("rep")[0].steps_done >= 10, 60)

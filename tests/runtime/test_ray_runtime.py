@@ -53,7 +53,7 @@ def test_two_apps_compete_leases_move_gpus_and_rho_matches_the_simulator(cluster
     # Trials of 12 s and leases of 10 s: a's first lease ends before its trials do, b
     # takes over, then a finishes. Each hand-over costs the runtime a job restart
     # (~2 s on 2 cores), which the simulator does not model: that is most of the gap.
-    service = make_service(store, tmp_path, replace(FAST, lease=10.0))
+    service = make_service(store, tmp_path, replace(FAST, knobs=replace(FAST.knobs, lease=10.0)))
     submit(service, paced_app(tmp_path, "a", trials=4, steps=60, step_time=0.2))
     rounds = []
     real = service.policy.schedule
@@ -366,7 +366,9 @@ def test_steps_longer_than_the_lease_no_longer_livelock_another_app(cluster, tmp
     stay reserved until its jobs have really stopped (no two jobs ever hold one GPU), the
     other app's leases count from their real start, and both apps finish."""
     store = Store(tmp_path / "state", init=True)
-    service = make_service(store, tmp_path, replace(FAST, lease=4.0, grace=3.0))
+    service = make_service(
+        store, tmp_path, replace(FAST, knobs=replace(FAST.knobs, lease=4.0), grace=3.0)
+    )
     submit(service, paced_app(tmp_path, "slow", trials=2, steps=3, step_time=5.0, gpus_per_trial=2))
     drive(service, lambda: len(service.running) == 2, 30)
     submit(

@@ -39,7 +39,9 @@ def test_ddp_example_trains_two_ranks_across_nodes_and_survives_lease_ends(
     two_single_gpu_nodes, tmp_path: Path
 ) -> None:
     store = Store(tmp_path / "state", init=True)
-    service = make_service(store, tmp_path, replace(FAST, lease=6.0, grace=4.0))
+    service = make_service(
+        store, tmp_path, replace(FAST, knobs=replace(FAST.knobs, lease=6.0), grace=4.0)
+    )
     submit(service, EXAMPLE)
     # Once a gang has checkpointed, its lease is ended: both ranks must stop after the
     # same step (a rank left in an all-reduce would hang until killed) and the gang
