@@ -1,4 +1,4 @@
-"""A compiled core, measured: Themis with its hot modules compiled by mypyc (issue 21).
+"""A compiled core, measured: Themis with its hot modules compiled by mypyc.
 
     nice .venv/bin/python benchmarks/compiled_core.py [--jobs 10000] [--modules M,M,...]
                                                       [--lease-align S] [--skip-bundled]
