@@ -1,5 +1,5 @@
 """Truthfulness, measured: what an app gains by lying, and what the honest apps lose, under
-each policy (issues 10 and 19; the paper's strategy-proofness argument as a distribution).
+each policy (the paper's strategy-proofness argument, measured as a distribution).
 
 Each policy runs the workload once with every app honest and once per (lie, liar): the
 liar tells one of the lies of ``model/lies.py`` (declare a multiple of its work, claim a
