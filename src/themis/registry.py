@@ -13,11 +13,9 @@ given to the registry as functions; the machinery is written once.
 
 from __future__ import annotations
 
-import sys
-import types
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from themis.errors import ThemisError
 
@@ -158,24 +156,3 @@ class Registry(Generic[T]):
         elif not self._same(existing, plugin):
             return f"another package registers '{entry.name}' too"
         return None
-
-
-def expose_state(module_name: str, registry: Registry[Any]) -> None:
-    """Give module ``module_name`` the names ``_REGISTRY``, ``_BROKEN`` and ``_loaded``
-    for ``registry``'s entries, skipped entry points and loaded flag, read and written
-    through: the names each kind's state had in its own module, which code that resets a
-    registry (a test's fixture starting from no plug-in loaded) assigns to."""
-    module = sys.modules[module_name]
-
-    def through(attr: str) -> property:
-        return property(
-            lambda _: getattr(registry, attr), lambda _, value: setattr(registry, attr, value)
-        )
-
-    module.__class__ = types.new_class(
-        "RegistryModule",
-        (types.ModuleType,),
-        exec_body=lambda ns: ns.update(
-            _REGISTRY=through("entries"), _BROKEN=through("broken"), _loaded=through("loaded")
-        ),
-    )

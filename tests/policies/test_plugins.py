@@ -33,7 +33,7 @@ def fresh_registry():
     """The registry as before any policy was loaded; afterwards, exactly as before the
     test (its policy modules included, so that later tests find a loaded registry even
     when this file runs first)."""
-    saved = (registry._REGISTRY, registry._BROKEN, registry._loaded)
+    saved = (registry.POLICIES.entries, registry.POLICIES.broken, registry.POLICIES.loaded)
     declared = dict(knobs._DECLARED)  # the plug-ins' knobs, declared as they register
     keep = {"themis.policies.registry", "themis.policies.base", "themis.policies.knobs"}
     keep_cli = {"themis.cli.main", "themis.cli.groups"}
@@ -46,7 +46,7 @@ def fresh_registry():
         return policies or commands or name == "themis_lifo"
 
     modules = {m: sys.modules[m] for m in list(sys.modules) if ours(m)}
-    registry._REGISTRY, registry._BROKEN, registry._loaded = {}, {}, False
+    registry.POLICIES.entries, registry.POLICIES.broken, registry.POLICIES.loaded = {}, {}, False
     knobs._DECLARED.clear()
     commands = dict(main.cli.commands)  # loaded on first use, and kept
     main.cli.commands.clear()
@@ -56,7 +56,7 @@ def fresh_registry():
     for name in [m for m in sys.modules if ours(m)]:
         del sys.modules[name]
     sys.modules.update(modules)
-    registry._REGISTRY, registry._BROKEN, registry._loaded = saved
+    registry.POLICIES.entries, registry.POLICIES.broken, registry.POLICIES.loaded = saved
     knobs._DECLARED.clear()
     knobs._DECLARED.update(declared)
     main.cli.commands.clear()

@@ -43,10 +43,10 @@ BUILTINS = ["themis", "hyperdrive", "philly", "gavel", "tiresias", "pai", "helio
 @pytest.fixture
 def fresh_formats():
     """The registry as before any format was loaded; afterwards as before the test."""
-    saved = (formats._REGISTRY, formats._BROKEN, formats._loaded)
-    formats._REGISTRY, formats._BROKEN, formats._loaded = {}, {}, False
+    saved = (formats.FORMATS.entries, formats.FORMATS.broken, formats.FORMATS.loaded)
+    formats.FORMATS.entries, formats.FORMATS.broken, formats.FORMATS.loaded = {}, {}, False
     yield
-    formats._REGISTRY, formats._BROKEN, formats._loaded = saved
+    formats.FORMATS.entries, formats.FORMATS.broken, formats.FORMATS.loaded = saved
 
 
 def example_entries() -> dict[str, str]:

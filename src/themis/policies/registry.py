@@ -80,7 +80,6 @@ POLICIES: registry.Registry[type[Policy]] = registry.Registry(
     same=lambda registered, declared: registered is declared,
     warning=PluginWarning,
 )
-registry.expose_state(__name__, POLICIES)
 
 
 def register(cls: type[Policy]) -> type[Policy]:

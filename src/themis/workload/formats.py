@@ -93,7 +93,6 @@ FORMATS: registry.Registry[TraceFormatPlugin] = registry.Registry(
     warning=FormatPluginWarning,
     short="format",
 )
-registry.expose_state(__name__, FORMATS)
 
 
 def register_format(plugin: TraceFormatPlugin) -> TraceFormatPlugin:
